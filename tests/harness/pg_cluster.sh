@@ -1,0 +1,109 @@
+# Throwaway PostgreSQL 15 clusters for tests, sourced by bash scripts.
+#
+#   source tests/harness/pg_cluster.sh
+#   pg_cluster_start primary        # sets PGHOST PGPORT PGUSER PGDATABASE
+#   ...
+#   pg_cluster_stop_all             # also registered as an EXIT trap
+#
+# Each cluster lives under $PG_CLUSTER_ROOT/<name> on a free loopback port,
+# with its socket in the same directory.  initdb and postgres refuse to run as
+# root, so as root they run as the postgres user.
+
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+PG_CLUSTER_ROOT=${PG_CLUSTER_ROOT:-$(mktemp -d /tmp/pg_lease_test.XXXXXX)}
+chmod 0755 "$PG_CLUSTER_ROOT"
+PG_CLUSTERS=()
+
+pg_as_owner()
+{
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# A loopback TCP port that nothing listens on.
+pg_free_port()
+{
+	local port
+	for _ in $(seq 1 200); do
+		port=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	echo "pg_free_port: no free port found" >&2
+	return 1
+}
+
+pg_cluster_dir() { echo "$PG_CLUSTER_ROOT/$1"; }
+
+# pg_cluster_init NAME: initdb only (no start), port chosen and remembered.
+pg_cluster_init()
+{
+	local name=$1 dir
+	dir=$(pg_cluster_dir "$name")
+	mkdir -p "$dir"
+	[ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+	pg_as_owner "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+		{ cat "$dir/initdb.log" >&2; return 1; }
+	pg_free_port >"$dir/port"
+	cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $(cat "$dir/port")
+unix_socket_directories = '$dir'
+fsync = ${PG_TEST_FSYNC:-off}
+max_prepared_transactions = 10
+wal_level = replica
+max_wal_senders = 5
+log_min_messages = warning
+CONF
+}
+
+# pg_cluster_start NAME [extra postgres options...]: init if needed, start,
+# and point the PG* variables at it.
+pg_cluster_start()
+{
+	local name=$1 dir
+	shift
+	dir=$(pg_cluster_dir "$name")
+	[ -d "$dir/data" ] || pg_cluster_init "$name" || return 1
+	pg_as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+		${1:+-o "$*"} start >/dev/null || { cat "$dir/server.log" >&2; return 1; }
+	case " ${PG_CLUSTERS[*]} " in *" $name "*) ;; *) PG_CLUSTERS+=("$name") ;; esac
+	pg_cluster_use "$name"
+}
+
+# pg_cluster_use NAME: export the PG* variables for NAME.
+pg_cluster_use()
+{
+	local dir
+	dir=$(pg_cluster_dir "$1")
+	export PGHOST=127.0.0.1 PGPORT
+	PGPORT=$(cat "$dir/port")
+	export PGUSER=postgres PGDATABASE=${PGDATABASE:-postgres}
+}
+
+# pg_cluster_stop NAME [mode]: mode is fast (default) or immediate.
+pg_cluster_stop()
+{
+	local dir
+	dir=$(pg_cluster_dir "$1")
+	[ -f "$dir/data/postmaster.pid" ] || return 0
+	pg_as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -m "${2:-fast}" -w -t 60 stop >/dev/null 2>&1 || true
+}
+
+pg_cluster_stop_all()
+{
+	local name
+	for name in "${PG_CLUSTERS[@]}"; do
+		pg_cluster_stop "$name" immediate
+	done
+	if [ -z "${PG_KEEP_CLUSTERS:-}" ]; then
+		rm -rf "$PG_CLUSTER_ROOT"
+	fi
+}
+
+trap pg_cluster_stop_all EXIT
