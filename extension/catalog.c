@@ -1,0 +1,247 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Where the extension's objects are, and the statements prepared on them.
+ *
+ * The schema is found once per backend from the calling function's own
+ * namespace, and the statements are prepared once and kept.  Every name in
+ * them is schema-qualified, operators included, so a caller's search_path
+ * can neither redirect them nor force a replan onto other objects.  A
+ * relcache invalidation of the leases table (DROP EXTENSION, ALTER ... OWNER)
+ * drops the cache.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_lease.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+typedef struct LeasePlanSpec
+{
+	const char *sql;			/* %s stands for the quoted schema */
+	int			nargs;
+	Oid			argtypes[8];
+} LeasePlanSpec;
+
+#define EQ " OPERATOR(pg_catalog.=) "
+
+static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
+	[LEASE_PLAN_READ] = {
+		"SELECT holder, epoch, expires_at, owner_role FROM %s.leases WHERE name" EQ "$1",
+		1, {TEXTOID}
+	},
+	[LEASE_PLAN_LOCK] = {
+		"SELECT holder, epoch, expires_at, owner_role FROM %s.leases WHERE name" EQ "$1"
+		" FOR NO KEY UPDATE",
+		1, {TEXTOID}
+	},
+	[LEASE_PLAN_INSERT] = {
+		"INSERT INTO %s.leases (name, holder, epoch, acquired_at, renewed_at, expires_at,"
+		" ttl, transitions, owner_role) VALUES ($1, $2, $3, $4, $4, $5, $6, 0, $7)"
+		" ON CONFLICT (name) DO NOTHING",
+		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, NAMEOID}
+	},
+	[LEASE_PLAN_GRANT] = {
+		"UPDATE %s.leases SET holder = $2, epoch = $3, acquired_at = $4, renewed_at = $4,"
+		" expires_at = $5, ttl = $6, transitions = transitions OPERATOR(pg_catalog.+) $7,"
+		" owner_role = $8 WHERE name" EQ "$1",
+		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, INT8OID, NAMEOID}
+	},
+	[LEASE_PLAN_EXTEND] = {
+		"UPDATE %s.leases SET renewed_at = $2, expires_at = $3, ttl = $4 WHERE name" EQ "$1",
+		4, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID}
+	},
+
+	/*
+	 * Renew is one statement.  clock_timestamp() sits in the WHERE clause so
+	 * that a renew that had to wait for the row lock judges expiry when it
+	 * gets the lock, not when it started: an expired lease is never revived.
+	 */
+	[LEASE_PLAN_RENEW] = {
+		"UPDATE %s.leases SET renewed_at = pg_catalog.clock_timestamp(),"
+		" expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($4, ttl),"
+		" ttl = COALESCE($4, ttl)"
+		" WHERE name" EQ "$1 AND holder" EQ "$2 AND epoch" EQ "$3"
+		" AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+		" AND (owner_role" EQ "$5 OR $6) RETURNING expires_at",
+		6, {TEXTOID, TEXTOID, INT8OID, INTERVALOID, NAMEOID, BOOLOID}
+	},
+	[LEASE_PLAN_FREE] = {
+		"UPDATE %s.leases SET holder = NULL, expires_at = LEAST(expires_at, $2)"
+		" WHERE name" EQ "$1",
+		2, {TEXTOID, TIMESTAMPTZOID}
+	},
+	[LEASE_PLAN_EVENT] = {
+		"INSERT INTO %s.lease_events (event, name, holder, epoch, expires_at, role)"
+		" VALUES ($1, $2, $3, $4, $5, $6)",
+		6, {TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, NAMEOID}
+	},
+	[LEASE_PLAN_FENCE_LOCK] = {
+		"SELECT epoch, holder IS NOT NULL, expires_at FROM %s.leases WHERE name" EQ "$1"
+		" FOR SHARE",
+		1, {TEXTOID}
+	},
+};
+
+static struct
+{
+	bool		valid;
+	char	   *schema_sql;		/* quoted schema name, in TopMemoryContext */
+	Oid			leases;
+	Oid			leases_owner;
+	Oid			epoch_sequence;
+	SPIPlanPtr	plans[LEASE_PLAN_COUNT];
+}			lease_catalog;
+
+static struct
+{
+	Oid			role;
+	NameData	name;
+}			lease_caller;
+
+static void
+LeaseRelcacheCallback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == lease_catalog.leases)
+		lease_catalog.valid = false;
+}
+
+static void
+LeaseRoleCallback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	lease_caller.role = InvalidOid;
+}
+
+void
+LeaseCatalogInit(void)
+{
+	CacheRegisterRelcacheCallback(LeaseRelcacheCallback, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHOID, LeaseRoleCallback, (Datum) 0);
+}
+
+static Oid
+LeaseRelationIn(Oid namespace, const char *relname)
+{
+	Oid			relid = get_relname_relid(relname, namespace);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("pg_lease relation \"%s\" is missing from schema \"%s\"",
+						relname, get_namespace_name(namespace)),
+				 errhint("Reinstall the extension with DROP EXTENSION and CREATE EXTENSION pg_lease.")));
+	return relid;
+}
+
+/*
+ * Make sure the cache describes the installation that member_func (one of
+ * the extension's own functions) belongs to.
+ */
+void
+LeaseCatalogEnsure(Oid member_func)
+{
+	Oid			namespace;
+	HeapTuple	tuple;
+	int			i;
+
+	if (lease_catalog.valid)
+		return;
+
+	for (i = 0; i < LEASE_PLAN_COUNT; i++)
+	{
+		if (lease_catalog.plans[i] != NULL)
+			SPI_freeplan(lease_catalog.plans[i]);
+		lease_catalog.plans[i] = NULL;
+	}
+	if (lease_catalog.schema_sql != NULL)
+		pfree(lease_catalog.schema_sql);
+	lease_catalog.schema_sql = NULL;
+
+	namespace = get_func_namespace(member_func);
+	lease_catalog.leases = LeaseRelationIn(namespace, "leases");
+	lease_catalog.epoch_sequence = LeaseRelationIn(namespace, "lease_epoch_seq");
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(lease_catalog.leases));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", lease_catalog.leases);
+	lease_catalog.leases_owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+
+	lease_catalog.schema_sql =
+		MemoryContextStrdup(TopMemoryContext,
+							quote_identifier(get_namespace_name(namespace)));
+	lease_catalog.valid = true;
+}
+
+/* A prepared statement; the caller is connected to SPI. */
+SPIPlanPtr
+LeaseGetPlan(LeasePlan id)
+{
+	SPIPlanPtr	plan = lease_catalog.plans[id];
+
+	Assert(lease_catalog.schema_sql != NULL);
+	if (plan == NULL)
+	{
+		const LeasePlanSpec *spec = &lease_plan_specs[id];
+		char	   *sql = psprintf(spec->sql, lease_catalog.schema_sql);
+
+		plan = SPI_prepare(sql, spec->nargs, (Oid *) spec->argtypes);
+		if (plan == NULL)
+			elog(ERROR, "pg_lease: SPI_prepare failed for \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "pg_lease: SPI_keepplan failed");
+		lease_catalog.plans[id] = plan;
+		pfree(sql);
+	}
+	return plan;
+}
+
+Oid
+LeaseTableOwner(void)
+{
+	return lease_catalog.leases_owner;
+}
+
+Oid
+LeaseEpochSequence(void)
+{
+	return lease_catalog.epoch_sequence;
+}
+
+/*
+ * The role that calls: the session's current role, which SECURITY DEFINER
+ * does not change (it changes only the current user).
+ */
+Oid
+LeaseCallerRole(void)
+{
+	return GetOuterUserId();
+}
+
+Datum
+LeaseCallerRoleName(void)
+{
+	Oid			role = LeaseCallerRole();
+
+	if (lease_caller.role != role)
+	{
+		namestrcpy(&lease_caller.name, GetUserNameFromId(role, false));
+		lease_caller.role = role;
+	}
+	return NameGetDatum(&lease_caller.name);
+}
+
+bool
+LeaseCallerIsSuperuser(void)
+{
+	return superuser_arg(LeaseCallerRole());
+}

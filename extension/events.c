@@ -1,0 +1,73 @@
+/*-------------------------------------------------------------------------
+ *
+ * events.c
+ *	  The lease_events history and NOTIFY pg_lease.
+ *
+ * Both happen in the transaction that changes the lease, so an event is
+ * recorded, and a notification delivered, exactly when the change commits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_lease.h"
+
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/json.h"
+
+#define LEASE_NOTIFY_CHANNEL "pg_lease"
+
+static void
+AppendJsonField(StringInfo buf, const char *key, const char *value)
+{
+	appendStringInfo(buf, ",\"%s\":", key);
+	if (value == NULL)
+		appendStringInfoString(buf, "null");
+	else
+		escape_json(buf, value);
+}
+
+/*
+ * Record one grant, release or revoke.  holder may be NULL; the caller is
+ * connected to SPI and has made sure the catalog cache is valid.
+ */
+void
+LeaseRecordEvent(const char *event, text *name, text *holder,
+				 int64 epoch, TimestampTz expires_at)
+{
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	StringInfoData payload;
+	char		timestamp[MAXDATELEN + 1];
+	char	   *name_str = text_to_cstring(name);
+	char	   *holder_str = holder ? text_to_cstring(holder) : NULL;
+	int			rc;
+
+	values[0] = CStringGetTextDatum(event);
+	values[1] = PointerGetDatum(name);
+	values[2] = PointerGetDatum(holder);
+	if (holder == NULL)
+		nulls[2] = 'n';
+	values[3] = Int64GetDatum(epoch);
+	values[4] = TimestampTzGetDatum(expires_at);
+	values[5] = LeaseCallerRoleName();
+
+	rc = SPI_execute_plan(LeaseGetPlan(LEASE_PLAN_EVENT), values, nulls, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "pg_lease: recording the %s event failed: %s",
+			 event, SPI_result_code_string(rc));
+
+	initStringInfo(&payload);
+	appendStringInfo(&payload, "{\"event\":\"%s\"", event);
+	AppendJsonField(&payload, "name", name_str);
+	AppendJsonField(&payload, "holder", holder_str);
+	appendStringInfo(&payload, ",\"epoch\":" INT64_FORMAT, epoch);
+	JsonEncodeDateTime(timestamp, TimestampTzGetDatum(expires_at), TIMESTAMPTZOID, NULL);
+	AppendJsonField(&payload, "expires_at", timestamp);
+	appendStringInfoChar(&payload, '}');
+
+	Async_Notify(LEASE_NOTIFY_CHANNEL, payload.data);
+	pfree(payload.data);
+}

@@ -1,0 +1,296 @@
+/*-------------------------------------------------------------------------
+ *
+ * fence.c
+ *	  The fence trigger, and lease_use which declares a transaction's token.
+ *
+ * The trigger is BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, plus
+ * BEFORE TRUNCATE FOR EACH STATEMENT, installed by lease_fence() with two
+ * arguments: the lease name and the epoch column.  A write passes only if
+ * its token is the lease's current epoch, the lease has a holder and has not
+ * expired.  The check share-locks the lease row until the transaction ends,
+ * so no takeover can commit while a write that passed is still open.
+ *
+ * Hot path: the trigger's arguments and column number are kept for the
+ * statement (fn_extra) and the locked lease row for the transaction
+ * (xact_state.c), so a row after the first costs a clock read, no query.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_lease.h"
+
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "nodes/bitmapset.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+#include "validate.h"
+
+/* What one fence trigger checks, kept for the statement. */
+typedef struct FenceConfig
+{
+	Oid			trigger;
+	char	   *lease;
+	char	   *column;
+	AttrNumber	attnum;			/* epoch column; 0 for TRUNCATE */
+} FenceConfig;
+
+/* Where a write's token came from (SPEC section 3, "The fence trigger"). */
+typedef enum FenceTokenSource
+{
+	FENCE_TOKEN_NONE,
+	FENCE_TOKEN_DECLARED,		/* lease_use() in this transaction */
+	FENCE_TOKEN_SETTING,		/* pg_lease.epoch */
+	FENCE_TOKEN_ROW				/* the row's own epoch column */
+} FenceTokenSource;
+
+static FenceConfig *
+FenceConfigFor(FunctionCallInfo fcinfo, TriggerData *trigdata)
+{
+	FenceConfig *config = (FenceConfig *) fcinfo->flinfo->fn_extra;
+	Trigger    *trigger = trigdata->tg_trigger;
+	Relation	rel = trigdata->tg_relation;
+	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+
+	if (config != NULL && config->trigger == trigger->tgoid)
+		return config;
+
+	if (trigger->tgnargs != 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("fence trigger \"%s\" on \"%s\" must have two arguments",
+						trigger->tgname, RelationGetRelationName(rel)),
+				 errhint("Install fences with lease_fence().")));
+
+	config = MemoryContextAllocZero(mcxt, sizeof(FenceConfig));
+	config->trigger = trigger->tgoid;
+	config->lease = MemoryContextStrdup(mcxt, trigger->tgargs[0]);
+	config->column = MemoryContextStrdup(mcxt, trigger->tgargs[1]);
+	LeaseCheckLabel("lease name", strlen(config->lease));
+
+	if (TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		int			attnum = SPI_fnumber(desc, config->column);
+
+		if (attnum <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("epoch column \"%s\" of fenced table \"%s\" does not exist",
+							config->column, RelationGetRelationName(rel))));
+		if (TupleDescAttr(desc, attnum - 1)->atttypid != INT8OID)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("epoch column \"%s\" of fenced table \"%s\" must be bigint",
+							config->column, RelationGetRelationName(rel))));
+		config->attnum = (AttrNumber) attnum;
+	}
+	fcinfo->flinfo->fn_extra = config;
+	return config;
+}
+
+/*
+ * Step 1: a token the transaction declared, with lease_use() or with
+ * pg_lease.epoch.  From the setting, the epoch that is the lease's current
+ * one is used, or else the largest listed (it is refused, but named).
+ */
+static FenceTokenSource
+FenceDeclaredToken(const FenceConfig *config, int64 *token, const LeaseRowState **row)
+{
+	const LeaseEpochList *list;
+	int			i;
+
+	if (LeaseDeclaredToken(config->lease, token))
+		return FENCE_TOKEN_DECLARED;
+
+	list = LeaseSettingEpochs();
+	if (list->count == 0)
+		return FENCE_TOKEN_NONE;
+
+	*row = LeaseLockRowShared(config->lease);
+	*token = list->epochs[0];
+	for (i = 0; i < list->count; i++)
+	{
+		if (*row != NULL && list->epochs[i] == (*row)->epoch)
+		{
+			*token = list->epochs[i];
+			break;
+		}
+		*token = Max(*token, list->epochs[i]);
+	}
+	return FENCE_TOKEN_SETTING;
+}
+
+/*
+ * Steps 2 and 3: the row's epoch column, for INSERT, and for UPDATE only
+ * when the statement itself sets that column; a stale writer that leaves it
+ * alone must not pass on the epoch the current leader wrote earlier.
+ */
+static FenceTokenSource
+FenceRowToken(const FenceConfig *config, TriggerData *trigdata, int64 *token)
+{
+	TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+	TriggerEvent event = trigdata->tg_event;
+	HeapTuple	tuple;
+	Datum		value;
+	bool		isnull;
+
+	if (TRIGGER_FIRED_BY_INSERT(event))
+		tuple = trigdata->tg_trigtuple;
+	else if (TRIGGER_FIRED_BY_UPDATE(event) &&
+			 bms_is_member(config->attnum - FirstLowInvalidHeapAttributeNumber,
+						   trigdata->tg_updatedcols))
+		tuple = trigdata->tg_newtuple;
+	else
+		return FENCE_TOKEN_NONE;
+
+	value = heap_getattr(tuple, config->attnum, desc, &isnull);
+	if (isnull)
+		return FENCE_TOKEN_NONE;
+	*token = DatumGetInt64(value);
+	return FENCE_TOKEN_ROW;
+}
+
+static void
+FenceRejectNoToken(const FenceConfig *config, Relation rel)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LEASE_NO_TOKEN),
+			 errmsg("write to fenced table \"%s\" carries no fencing token for lease \"%s\"",
+					RelationGetRelationName(rel), config->lease),
+			 errdetail("The table is fenced by lease \"%s\".", config->lease),
+			 errhint("Call lease_use('%s', <epoch>) in the transaction, set pg_lease.epoch, "
+					 "or write the epoch into column \"%s\".",
+					 config->lease, config->column)));
+}
+
+/* The token must be the current epoch of a held, unexpired lease. */
+static void
+FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowState *row)
+{
+	if (row == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_LEASE_NOT_HELD),
+				 errmsg("fenced write to \"%s\" rejected: lease \"%s\" does not exist",
+						RelationGetRelationName(rel), config->lease),
+				 errdetail("The write carries epoch " INT64_FORMAT ".", token)));
+
+	if (token < row->epoch)
+		ereport(ERROR,
+				(errcode(ERRCODE_LEASE_STALE_EPOCH),
+				 errmsg("fenced write to \"%s\" rejected: epoch " INT64_FORMAT " of lease \"%s\" is stale",
+						RelationGetRelationName(rel), token, config->lease),
+				 errdetail("The current epoch is " INT64_FORMAT "; a newer grant replaced the writer's.",
+						   row->epoch),
+				 errhint("The writer no longer leads: it must stop and acquire the lease again.")));
+	if (token != row->epoch)
+		ereport(ERROR,
+				(errcode(ERRCODE_LEASE_STALE_EPOCH),
+				 errmsg("fenced write to \"%s\" rejected: epoch " INT64_FORMAT " was never granted for lease \"%s\"",
+						RelationGetRelationName(rel), token, config->lease),
+				 errdetail("The current epoch is " INT64_FORMAT ".", row->epoch)));
+
+	if (!row->held)
+		ereport(ERROR,
+				(errcode(ERRCODE_LEASE_NOT_HELD),
+				 errmsg("fenced write to \"%s\" rejected: lease \"%s\" is not held",
+						RelationGetRelationName(rel), config->lease),
+				 errdetail("Epoch " INT64_FORMAT " is the latest grant, but it was released or revoked.",
+						   token)));
+	if (GetCurrentTimestamp() >= row->expires_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_LEASE_NOT_HELD),
+				 errmsg("fenced write to \"%s\" rejected: lease \"%s\" expired",
+						RelationGetRelationName(rel), config->lease),
+				 errdetail("Epoch " INT64_FORMAT " is the latest grant, but it expired at %s.",
+						   token, timestamptz_to_str(row->expires_at))));
+}
+
+/* Put a declared token into the row, so the table records who wrote it. */
+static HeapTuple
+FenceStamp(const FenceConfig *config, Relation rel, HeapTuple tuple, int64 token)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		isnull;
+	Datum		value = heap_getattr(tuple, config->attnum, desc, &isnull);
+	int			column = config->attnum;
+	bool		replace_null = false;
+
+	if (!isnull && DatumGetInt64(value) == token)
+		return tuple;
+	value = Int64GetDatum(token);
+	return heap_modify_tuple_by_cols(tuple, desc, 1, &column, &value, &replace_null);
+}
+
+/* Trigger function that lets writes through only under the current epoch. */
+PG_FUNCTION_INFO_V1(lease_fence_trigger);
+Datum
+lease_fence_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	const LeaseRowState *row = NULL;
+	const FenceConfig *config;
+	FenceTokenSource source;
+	TriggerEvent event;
+	Relation	rel;
+	int64		token = 0;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("lease_fence_trigger() must be called as a trigger")));
+	event = trigdata->tg_event;
+	rel = trigdata->tg_relation;
+	if (!TRIGGER_FIRED_BEFORE(event) ||
+		(!TRIGGER_FIRED_FOR_ROW(event) && !TRIGGER_FIRED_BY_TRUNCATE(event)))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("lease_fence_trigger() must fire BEFORE, for each row or on TRUNCATE"),
+				 errhint("Install fences with lease_fence().")));
+
+	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
+	config = FenceConfigFor(fcinfo, trigdata);
+
+	source = FenceDeclaredToken(config, &token, &row);
+	if (source == FENCE_TOKEN_NONE && !TRIGGER_FIRED_BY_TRUNCATE(event))
+		source = FenceRowToken(config, trigdata, &token);
+	if (source == FENCE_TOKEN_NONE)
+		FenceRejectNoToken(config, rel);
+
+	if (row == NULL)
+		row = LeaseLockRowShared(config->lease);
+	FenceCheck(config, rel, token, row);
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(event))
+		return PointerGetDatum(NULL);
+	if (TRIGGER_FIRED_BY_DELETE(event))
+		return PointerGetDatum(trigdata->tg_trigtuple);
+	if (TRIGGER_FIRED_BY_INSERT(event))
+		return PointerGetDatum(source == FENCE_TOKEN_ROW ? trigdata->tg_trigtuple :
+							   FenceStamp(config, rel, trigdata->tg_trigtuple, token));
+	return PointerGetDatum(source == FENCE_TOKEN_ROW ? trigdata->tg_newtuple :
+						   FenceStamp(config, rel, trigdata->tg_newtuple, token));
+}
+
+/*
+ * Declare the token that this transaction's writes to tables fenced by the
+ * lease carry.  Transaction-scoped, so it works through transaction poolers.
+ */
+PG_FUNCTION_INFO_V1(lease_use);
+Datum
+lease_use(PG_FUNCTION_ARGS)
+{
+	text	   *name = LeaseLabelArg(fcinfo, 0, "lease name");
+	int64		epoch = LeaseEpochArg(fcinfo, 1);
+
+	if (epoch <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("epoch must be positive")));
+	WarnNoTransactionBlock(true, "lease_use()");
+	LeaseDeclareToken(text_to_cstring(name), epoch);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_lease.c
+ *	  Module entry point: settings, caches and transaction callbacks.
+ *
+ * The rest lives in one file per job: lease.c (acquire, renew, release,
+ * revoke), fence.c (the fence trigger and lease_use), epoch.c (tokens),
+ * events.c (history and NOTIFY), xact_state.c (per-transaction state),
+ * catalog.c (prepared statements), settings.c (pg_lease.* parameters).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_lease.h"
+
+#include "fmgr.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	LeaseDefineSettings();
+	LeaseCatalogInit();
+	LeaseXactStateInit();
+}

@@ -1,0 +1,96 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_lease.h
+ *	  Declarations shared by the pg_lease extension's source files.
+ *
+ * A lease is a row of the leases table; its epoch is the fencing token of the
+ * latest grant.  Functions that change leases run as SECURITY DEFINER with a
+ * pinned search_path, and every query they prepare names its objects by
+ * schema, so neither the caller's search_path nor its privileges matter.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_LEASE_H
+#define PG_LEASE_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "executor/spi.h"
+
+/* Fenced write rejected: a newer epoch was granted (stale leader). */
+#define ERRCODE_LEASE_STALE_EPOCH	MAKE_SQLSTATE('L','S','0','0','1')
+/* Fenced write rejected: latest epoch, but expired, released or revoked. */
+#define ERRCODE_LEASE_NOT_HELD		MAKE_SQLSTATE('L','S','0','0','2')
+/* Fenced write rejected: the write carries no token. */
+#define ERRCODE_LEASE_NO_TOKEN		MAKE_SQLSTATE('L','S','0','0','3')
+
+#define LEASE_NAME_MAX_BYTES		255
+
+/*
+ * Epoch layout: the WAL timeline in the high bits, a counter from the
+ * lease_epoch_seq sequence in the low 47.  A promoted standby writes on a
+ * newer timeline, so its epochs exceed every epoch of the old primary, even
+ * ones whose WAL never reached the standby.
+ */
+#define LEASE_EPOCH_COUNTER_BITS	47
+#define LEASE_EPOCH_COUNTER_MAX		((INT64CONST(1) << LEASE_EPOCH_COUNTER_BITS) - 1)
+#define LEASE_EPOCH_TIMELINE_MAX	0xFFFF
+
+/* settings.c */
+typedef struct LeaseEpochList
+{
+	int			count;
+	int64		epochs[FLEXIBLE_ARRAY_MEMBER];
+} LeaseEpochList;
+
+extern int	lease_max_ttl_ms;
+extern void LeaseDefineSettings(void);
+extern const LeaseEpochList *LeaseSettingEpochs(void);
+
+/* catalog.c: the extension's objects and the statements prepared on them */
+typedef enum LeasePlan
+{
+	LEASE_PLAN_READ,			/* current row, no lock */
+	LEASE_PLAN_LOCK,			/* current row, FOR NO KEY UPDATE */
+	LEASE_PLAN_INSERT,			/* first grant of a name */
+	LEASE_PLAN_GRANT,			/* new epoch for a free or expired lease */
+	LEASE_PLAN_EXTEND,			/* same holder acquires again */
+	LEASE_PLAN_RENEW,			/* conditional renew */
+	LEASE_PLAN_FREE,			/* release or revoke */
+	LEASE_PLAN_EVENT,			/* append to lease_events */
+	LEASE_PLAN_FENCE_LOCK,		/* the fence trigger's FOR SHARE lookup */
+	LEASE_PLAN_COUNT
+} LeasePlan;
+
+extern void LeaseCatalogInit(void);
+extern void LeaseCatalogEnsure(Oid member_func);
+extern SPIPlanPtr LeaseGetPlan(LeasePlan plan);
+extern Oid	LeaseTableOwner(void);
+extern Oid	LeaseEpochSequence(void);
+extern Oid	LeaseCallerRole(void);
+extern Datum LeaseCallerRoleName(void);
+extern bool LeaseCallerIsSuperuser(void);
+
+/* epoch.c */
+extern int64 LeaseNextEpoch(void);
+
+/* events.c */
+extern void LeaseRecordEvent(const char *event, text *name, text *holder,
+							 int64 epoch, TimestampTz expires_at);
+
+/* xact_state.c: per-transaction tokens and locked lease rows */
+typedef struct LeaseRowState
+{
+	int64		epoch;
+	bool		held;			/* holder is not null */
+	TimestampTz expires_at;
+} LeaseRowState;
+
+extern void LeaseXactStateInit(void);
+extern void LeaseDeclareToken(const char *name, int64 epoch);
+extern bool LeaseDeclaredToken(const char *name, int64 *epoch);
+extern const LeaseRowState *LeaseLockRowShared(const char *name);
+extern void LeaseForgetRow(const char *name);
+
+#endif							/* PG_LEASE_H */
