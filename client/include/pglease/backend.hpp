@@ -1,0 +1,93 @@
+/// @file backend.hpp
+/// @brief The narrow seam between the lease state machines and SQL.
+///
+/// Like client-go's resourcelock.Interface, a backend does one round trip per
+/// call and keeps no lease state of its own. pq_backend speaks to the
+/// pg_lease extension over libpqxx; the tests use an in-memory fake with an
+/// injected clock. A backend is used by one thread at a time, except
+/// interrupt(), which any thread may call.
+#pragma once
+
+#include "pglease/clock.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pglease {
+
+/// The answer of an acquire call (SQL: lease_acquire).
+struct acquire_reply {
+    /// True when the caller holds the lease now (granted or extended).
+    bool acquired = false;
+    /// The grant of record: the caller's epoch when acquired, else the
+    /// current holder's epoch.
+    std::int64_t epoch = 0;
+    /// The current holder (the caller when acquired); empty when free.
+    std::string holder;
+    /// Time left until the grant of record expires, measured by the server
+    /// when it answered (expires_at - clock_timestamp()); nullopt if unknown.
+    std::optional<std::chrono::microseconds> remaining;
+};
+
+/// One row of lease_status, as the server reports it.
+struct lease_record {
+    std::string name;
+    std::string holder; ///< empty when free
+    std::int64_t epoch = 0;
+    bool valid = false; ///< held and unexpired on the server's clock
+    std::chrono::microseconds remaining{0}; ///< 0 when not valid
+};
+
+/// The operations the state machines need, one round trip each. Every call
+/// is bounded in time by the implementation; failures are thrown as
+/// pglease::error subclasses (connection_lost when the session broke: the
+/// next call reconnects).
+class backend {
+public:
+    backend() = default;
+    backend(const backend&) = delete;
+    backend& operator=(const backend&) = delete;
+    virtual ~backend() = default;
+
+    /// lease_acquire(name, holder, ttl): grant or extend, or report the holder.
+    virtual acquire_reply acquire(const std::string& name, const std::string& holder,
+                                  std::chrono::milliseconds ttl) = 0;
+
+    /// lease_renew(name, holder, epoch, ttl): the time left after the
+    /// renewal, or nullopt when the caller no longer holds that epoch.
+    virtual std::optional<std::chrono::microseconds> renew(const std::string& name,
+                                                           const std::string& holder,
+                                                           std::int64_t epoch,
+                                                           std::chrono::milliseconds ttl) = 0;
+
+    /// lease_release(name, holder, epoch): true if this call freed the lease.
+    virtual bool release(const std::string& name, const std::string& holder,
+                         std::int64_t epoch) = 0;
+
+    /// lease_revoke(name): frees the lease whoever holds it (administrators).
+    virtual bool revoke(const std::string& name) = 0;
+
+    /// The lease_status row for @p name, or nullopt when there is none.
+    virtual std::optional<lease_record> status(const std::string& name) = 0;
+
+    /// Subscribes to lease events (LISTEN pg_lease). Idempotent. Returns
+    /// false when events are unavailable: callers then wake only at the
+    /// expiry they know of (documented degradation, not an error).
+    virtual bool listen() = 0;
+
+    /// Blocks until an event for @p name arrives (true), @p until passes, or
+    /// interrupt() is called (false). @p until is on the backend's clock.
+    /// Never throws: a broken session simply sleeps until @p until.
+    virtual bool wait_for_change(const std::string& name, clock::time_point until) noexcept = 0;
+
+    /// Wakes a wait_for_change() in progress (or the next one). Thread-safe.
+    virtual void interrupt() noexcept = 0;
+
+protected:
+    backend(backend&&) = default;
+    backend& operator=(backend&&) = default;
+};
+
+} // namespace pglease

@@ -1,0 +1,132 @@
+/// @file elector.hpp
+/// @brief Leader election in the background, shaped like client-go's
+/// leaderelection.LeaderElector, with fencing.
+#pragma once
+
+#include "pglease/backend.hpp"
+#include "pglease/clock.hpp"
+#include "pglease/election.hpp"
+#include "pglease/elector_config.hpp"
+#include "pglease/fence.hpp"
+#include "pglease/stop_token.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace pglease {
+
+/// Campaigns for a lease on a thread and a connection of its own, and
+/// calls back when this process starts and stops leading.
+///
+/// Guarantees:
+/// - Renewal never waits for application work: it has its own thread and
+///   its own session (elector_config::connection); leader work runs on
+///   another thread (on_started_leading) and on the application's own
+///   connections.
+/// - A leader steps down no later than its local deadline: leading() and
+///   the term's stop_token turn false/stopped by the clock alone, even if
+///   a call is stuck; on_stopped_leading follows as soon as the elector's
+///   thread gets back (each call is bounded by call_timeout).
+/// - After a lost connection the elector reconnects and leads on only if a
+///   renew of the same epoch succeeds before the renew deadline.
+/// - A fence rejection seen by run_fenced() ends the term at once.
+/// - stop() (and the destructor) ends the term, waits for
+///   on_started_leading to return, releases the lease (release_on_stop),
+///   calls on_stopped_leading, and joins the threads.
+///
+/// Unlike client-go's elector, which does not fence (a paused leader can
+/// still write after a new one was elected), work done with run_fenced() is
+/// refused by the server once another epoch was granted.
+///
+/// @code
+///   pglease::elector_config cfg;
+///   cfg.lease_name = "billing-worker";
+///   cfg.callbacks.on_started_leading = [&](std::int64_t, pglease::stop_token stop) {
+///       while (!stop.wait_for(std::chrono::seconds{1}))
+///           elector->run_fenced(app, [](pqxx::work& tx) { tx.exec0("..."); });
+///   };
+///   cfg.callbacks.on_stopped_leading = [] { std::puts("not leading"); };
+///   pglease::elector e{cfg};   // campaigns until destroyed
+/// @endcode
+class elector {
+public:
+    /// Validates @p config (config_error) and starts campaigning over a
+    /// pq_backend built from config.connection.
+    explicit elector(elector_config config);
+
+    /// The same over an injected backend and clock (tests); the clock must
+    /// be the one @p db measures its waits with.
+    elector(elector_config config, std::unique_ptr<backend> db,
+            const clock& clk = system_clock());
+
+    elector(const elector&) = delete;
+    elector& operator=(const elector&) = delete;
+    elector(elector&&) = delete;
+    elector& operator=(elector&&) = delete;
+
+    /// stop().
+    ~elector();
+
+    /// Ends the term (if any), releases, calls on_stopped_leading, joins.
+    /// Idempotent. Must not be called from a callback.
+    void stop() noexcept;
+
+    /// True while this process leads (and before the local deadline). No I/O.
+    [[nodiscard]] bool leading() const noexcept { return m_election.leading(); }
+
+    /// The epoch of the current (or last) term; 0 before the first.
+    [[nodiscard]] std::int64_t epoch() const noexcept { return m_election.current().epoch(); }
+
+    /// The identity last seen holding the lease.
+    [[nodiscard]] std::string leader() const { return m_election.leader(); }
+
+    [[nodiscard]] const std::string& identity() const noexcept { return m_config.identity; }
+    [[nodiscard]] const std::string& lease_name() const noexcept { return m_config.lease_name; }
+
+    /// The current term's fencing token. Throws lease_lost when not leading.
+    [[nodiscard]] fence_token token() const;
+
+    /// Runs @p fn(pqxx::work&) fenced by the current epoch on @p conn (an
+    /// application connection, not the elector's). Throws lease_lost before
+    /// any I/O when not leading; a fence_rejected from the server ends the
+    /// term at once (report_lost) and is rethrown.
+    template <typename F>
+    auto run_fenced(pqxx::connection_base& conn, F&& fn)
+    {
+        const fence_token t = token();
+        try {
+            return pglease::run_fenced(conn, t, std::forward<F>(fn));
+        } catch (const lease_lost&) {
+            report_lost(t.epoch);
+            throw;
+        }
+    }
+
+    /// Tells the elector that the grant with @p epoch is gone (e.g. the
+    /// application saw LS001/LS002 on its own): the term ends now.
+    void report_lost(std::int64_t epoch) noexcept;
+
+private:
+    void run() noexcept;
+    void dispatch(const std::vector<election_event>& events);
+    void start_term(std::int64_t epoch);
+    void end_term();
+    void join_worker() noexcept;
+
+    elector_config m_config;
+    const clock& m_clock;
+    std::unique_ptr<backend> m_db;
+    election m_election;
+    mutable std::mutex m_mutex; ///< guards m_source
+    std::optional<stop_source> m_source;
+    std::thread m_worker;
+    std::atomic<bool> m_stopping{false};
+    std::atomic<bool> m_work_failed{false};
+    std::thread m_thread; ///< last: starts after everything above exists
+};
+
+} // namespace pglease

@@ -1,0 +1,109 @@
+/// @file elector_config.hpp
+/// @brief Configuration of pglease::elector, validated at construction.
+#pragma once
+
+#include "pglease/connection_options.hpp"
+#include "pglease/identity.hpp"
+#include "pglease/lease_options.hpp"
+#include "pglease/stop_token.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace pglease {
+
+/// What the elector calls, like client-go's LeaderCallbacks.
+struct elector_callbacks {
+    /// Required. Called when this identity becomes leader, on a thread of its
+    /// own (the renew thread never waits for it), with the epoch of the grant
+    /// (the fencing token) and a stop_token that is signalled when this term
+    /// ends: loss, fence rejection, renew deadline, stop(), or simply the
+    /// local deadline passing. The function may run for the whole term; it
+    /// must return promptly once the token is signalled, because the elector
+    /// campaigns again (and stop() returns) only after it returned.
+    std::function<void(std::int64_t epoch, stop_token stop)> on_started_leading;
+
+    /// Required. Called once at the end of every term that started, however
+    /// it ended (always called, even when on_started_leading threw), after
+    /// the stop_token was signalled. Runs on the elector's thread.
+    std::function<void()> on_stopped_leading;
+
+    /// Optional. Called when the elector learns of a new leader identity
+    /// (its own included), on the elector's thread.
+    std::function<void(const std::string& identity)> on_new_leader;
+};
+
+/// Settings of an elector. Every field documents its default; validate()
+/// (called by the elector's constructor) rejects inconsistent timings.
+///
+/// Timing, with the defaults (ttl 15 s, renew deadline 10 s, retry 2 s):
+/// - The leader renews ttl / 3 after its last successful renew was sent
+///   (5 s), retries failures every retry period, and steps down when
+///   renew_deadline has passed since the last successful renew was sent
+///   (10 s), which must come before the local deadline (ttl - safety margin
+///   = 14 s), which comes before the server's expiry (>= 15 s). Hence
+///   ttl - safety_margin > renew_deadline.
+/// - renew_deadline > retry_period x jitter_factor, so at least one retry
+///   fits between a failed renew and the step-down.
+/// - Followers try again when NOTIFY pg_lease reports an event for the
+///   lease, at the expiry the server reported, and at least every retry
+///   period x [1, jitter_factor] (random, so followers do not stampede).
+struct elector_config {
+    /// Required. Name of the lease to campaign for (1..255 bytes).
+    std::string lease_name;
+
+    /// Holder identity. Default: default_identity() ("host:pid:random").
+    std::string identity = default_identity();
+
+    /// Time to live of each grant and renewal. Default 15 s.
+    std::chrono::milliseconds ttl{15000};
+
+    /// How long the leader keeps retrying failed renewals, from the send
+    /// time of the last successful one, before it steps down. Default 10 s.
+    std::chrono::milliseconds renew_deadline{10000};
+
+    /// Pause between tries (followers, and a leader's failed renewals).
+    /// Default 2 s.
+    std::chrono::milliseconds retry_period{2000};
+
+    /// Retry pauses are drawn from [retry_period, retry_period x
+    /// jitter_factor]. Default 1.2; must be >= 1.
+    double jitter_factor{1.2};
+
+    /// Subtracted from ttl for the local deadline. Default (nullopt):
+    /// min(ttl / 10, 1 s).
+    std::optional<std::chrono::milliseconds> safety_margin;
+
+    /// Release the lease when the elector stops. Default true.
+    bool release_on_stop = true;
+
+    /// The elector's own connection (for acquire/renew/LISTEN only; fenced
+    /// work runs on the application's connections). Its call_timeout is
+    /// lowered to retry_period if longer. Default: PG* environment.
+    connection_options connection;
+
+    /// The callbacks; on_started_leading and on_stopped_leading are required.
+    elector_callbacks callbacks;
+
+    /// Throws config_error unless: lease_name valid; identity 1..255 bytes;
+    /// ttl, renew_deadline, retry_period > 0; jitter_factor >= 1;
+    /// ttl > renew_deadline; ttl - safety margin > renew_deadline;
+    /// renew_deadline > retry_period x jitter_factor; both required
+    /// callbacks set.
+    void validate() const;
+
+    /// The margin in effect.
+    [[nodiscard]] std::chrono::milliseconds effective_safety_margin() const noexcept;
+
+    /// When the leader renews after a success: ttl / 3, but early enough
+    /// that one retry still fits before renew_deadline.
+    [[nodiscard]] std::chrono::milliseconds renew_interval() const noexcept;
+
+    /// The lease settings this config implies.
+    [[nodiscard]] lease_options to_lease_options() const;
+};
+
+} // namespace pglease

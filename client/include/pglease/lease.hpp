@@ -1,0 +1,154 @@
+/// @file lease.hpp
+/// @brief One named lease: acquire, wait, renew, release, and the local
+/// deadline that held() answers from.
+#pragma once
+
+#include "pglease/backend.hpp"
+#include "pglease/clock.hpp"
+#include "pglease/fence.hpp"
+#include "pglease/lease_options.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace pglease {
+
+/// One named lease, seen from one holder identity.
+///
+/// Guarantees:
+/// - held() does no I/O and is true only before the local deadline:
+///   steady time when the last successful acquire/renew request was *sent*
+///   + ttl - safety margin. Whatever the network or the process was doing
+///   (a SIGSTOP, a stalled call), held() is false from the deadline on.
+/// - A grant is believed only after a successful call: a call whose outcome
+///   is unknown (connection lost) never extends the deadline, and after a
+///   reconnect the lease is held again only once renew() of the same epoch
+///   succeeds.
+/// - mark_lost() (also called when a fenced write is refused) makes held()
+///   false at once, and a renew that was already in flight cannot undo it.
+///
+/// Threads: acquire(), acquire_for(), renew() and release() must not run
+/// concurrently with each other; held(), epoch(), deadline(), holder() and
+/// mark_lost() may be called from any thread at any time.
+///
+/// Like a pqxx transaction on its connection, a lease refers to its backend
+/// and clock, which must outlive it.
+///
+/// @code
+///   pglease::pq_backend db{{}};
+///   pglease::lease job{db, "nightly-report"};
+///   if (job.acquire_for(std::chrono::seconds{30})) {
+///       job.run_fenced(app_conn, [](pqxx::work& tx) { tx.exec0("..."); });
+///       job.release();
+///   }
+/// @endcode
+class lease {
+public:
+    /// Validates @p name and @p options (throws config_error); no I/O.
+    lease(backend& db, std::string name, lease_options options = {},
+          const clock& clk = system_clock());
+    lease(const lease&) = delete;
+    lease& operator=(const lease&) = delete;
+    lease(lease&&) = delete;
+    lease& operator=(lease&&) = delete;
+    ~lease() = default;
+
+    /// One try (one round trip). True when this identity holds the lease
+    /// now: granted with a new epoch, or extended with the same epoch if it
+    /// already held it. When false, holder() and expiry_hint() tell who holds
+    /// it and until when. Throws connection_lost and other errors.
+    bool acquire();
+
+    /// Waits up to @p timeout for the lease. Between tries it sleeps until a
+    /// NOTIFY pg_lease event for this lease (release, revoke, grant), the
+    /// expiry the server reported, or the timeout: no busy polling. Without
+    /// LISTEN it wakes only at the expiry (or after retry_period following
+    /// an error). Returns held().
+    bool acquire_for(std::chrono::milliseconds timeout);
+
+    /// One renew of the current epoch. True: the deadline moved forward.
+    /// False: the server says this epoch is no longer ours (held() is false
+    /// from now on). Throws connection_lost etc. when the outcome is unknown;
+    /// the deadline is then unchanged.
+    bool renew();
+
+    /// Stops claiming the lease (held() false at once), then frees it on the
+    /// server. True if the server freed it; false if it was not ours any
+    /// more. No-op (false) if this object never held a grant.
+    bool release();
+
+    /// Makes held() false now, e.g. after a fence rejection. Thread-safe.
+    void mark_lost() noexcept;
+
+    /// True before the local deadline of a grant that was not lost. No I/O.
+    [[nodiscard]] bool held() const noexcept;
+
+    /// The epoch of the last grant this object received (0 if none). It is
+    /// kept after the lease is lost, for diagnostics.
+    [[nodiscard]] std::int64_t epoch() const noexcept { return m_epoch.load(); }
+
+    /// The local deadline (clock::time_point::min() when not held).
+    [[nodiscard]] clock::time_point deadline() const noexcept;
+
+    /// Send time of the last successful acquire/renew (min() if none).
+    [[nodiscard]] clock::time_point renewed_at() const noexcept;
+
+    /// The holder the server last reported (this identity when held; empty
+    /// when free or not asked yet).
+    [[nodiscard]] std::string holder() const;
+
+    /// Local estimate of when the grant of record expires: arrival time of
+    /// the last acquire reply + the time left that the server reported. It
+    /// is never earlier than the real expiry, so a follower can sleep until
+    /// it. nullopt if unknown.
+    [[nodiscard]] std::optional<clock::time_point> expiry_hint() const;
+
+    /// The token of the current grant. Throws lease_lost when not held().
+    [[nodiscard]] fence_token token() const;
+
+    /// run_fenced() with token(): throws lease_lost before any I/O when not
+    /// held(); on fence_rejected calls mark_lost() and rethrows.
+    template <typename F>
+    auto run_fenced(pqxx::connection_base& conn, F&& fn)
+    {
+        const fence_token t = token();
+        try {
+            return pglease::run_fenced(conn, t, std::forward<F>(fn));
+        } catch (const lease_lost&) {
+            if (epoch() == t.epoch)
+                mark_lost();
+            throw;
+        }
+    }
+
+    [[nodiscard]] const std::string& name() const noexcept { return m_name; }
+    [[nodiscard]] const std::string& identity() const noexcept { return m_options.identity; }
+    [[nodiscard]] const lease_options& options() const noexcept { return m_options; }
+    /// Schema for fence tokens (set by owners that know it, e.g. elector).
+    void set_schema(std::string schema) { m_schema = std::move(schema); }
+
+private:
+    using rep = clock::duration::rep;
+    static constexpr rep lost = std::numeric_limits<rep>::min();
+
+    [[nodiscard]] rep deadline_after(clock::time_point sent) const noexcept;
+
+    backend& m_db;
+    const clock& m_clock;
+    std::string m_name;
+    lease_options m_options;
+    std::string m_schema;
+    std::atomic<rep> m_deadline{lost};
+    std::atomic<rep> m_renewed_at{lost};
+    std::atomic<std::int64_t> m_epoch{0};
+    mutable std::mutex m_mutex; ///< guards m_holder, m_expiry_hint
+    std::string m_holder;
+    std::optional<clock::time_point> m_expiry_hint;
+};
+
+} // namespace pglease

@@ -1,0 +1,85 @@
+/// @file pq_backend.hpp
+/// @brief The real backend: the pg_lease SQL API over one libpqxx connection.
+#pragma once
+
+#include "pglease/backend.hpp"
+#include "pglease/connection_options.hpp"
+
+#include <memory>
+#include <set>
+#include <string>
+
+namespace pglease {
+
+/// One database session speaking the pg_lease SQL API (SPEC section 3).
+///
+/// The session is opened lazily and replaced after it breaks: a call that
+/// finds the connection broken throws connection_lost and drops it, and the
+/// next call connects afresh (bounded by connect_timeout). Reconnecting never
+/// restores anything by itself: a lease is held again only after a renew of
+/// the same epoch succeeds on the new session.
+///
+/// Waiting uses LISTEN pg_lease and poll(2) on the connection's socket plus
+/// a self-pipe for interrupt(): no busy polling, and another thread can wake
+/// the waiter at once.
+///
+/// @code
+///   pglease::pq_backend db{{}};            // PG* environment variables
+///   auto reply = db.acquire("jobs", "me", std::chrono::seconds{15});
+/// @endcode
+class pq_backend final : public backend {
+public:
+    /// Stores the options; does not connect yet.
+    explicit pq_backend(connection_options options);
+    ~pq_backend() override;
+    pq_backend(const pq_backend&) = delete;
+    pq_backend& operator=(const pq_backend&) = delete;
+    pq_backend(pq_backend&&) = delete;
+    pq_backend& operator=(pq_backend&&) = delete;
+
+    acquire_reply acquire(const std::string& name, const std::string& holder,
+                          std::chrono::milliseconds ttl) override;
+    std::optional<std::chrono::microseconds> renew(const std::string& name,
+                                                   const std::string& holder, std::int64_t epoch,
+                                                   std::chrono::milliseconds ttl) override;
+    bool release(const std::string& name, const std::string& holder,
+                 std::int64_t epoch) override;
+    bool revoke(const std::string& name) override;
+    std::optional<lease_record> status(const std::string& name) override;
+    bool listen() override;
+    bool wait_for_change(const std::string& name, clock::time_point until) noexcept override;
+    void interrupt() noexcept override;
+
+    /// Connects now if not connected (throws connection_lost on failure).
+    void connect();
+
+    /// True while a session is open (no I/O).
+    [[nodiscard]] bool connected() const noexcept;
+
+    /// The server process id of the current session, 0 when not connected.
+    /// Tests use it to pg_terminate_backend() this very session.
+    [[nodiscard]] int server_pid() const noexcept;
+
+    /// The options this backend was built with.
+    [[nodiscard]] const connection_options& options() const noexcept { return m_options; }
+
+private:
+    struct session;
+    class wakeup;
+
+    session& live();
+    void drop() noexcept;
+    template <typename F>
+    auto call(const char* what, F&& body);
+    [[nodiscard]] std::string fn(const char* name) const;
+
+    connection_options m_options;
+    std::string m_conninfo;
+    std::unique_ptr<wakeup> m_wakeup;
+    std::unique_ptr<session> m_session;
+    bool m_listen_wanted = false;
+    /// Names seen in notifications not consumed yet; "*" = unparsable payload.
+    std::set<std::string> m_changed;
+};
+
+} // namespace pglease

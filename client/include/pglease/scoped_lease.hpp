@@ -1,0 +1,87 @@
+/// @file scoped_lease.hpp
+/// @brief RAII: a lease held while the object lives, renewed in the
+/// background, released when it goes.
+#pragma once
+
+#include "pglease/backend.hpp"
+#include "pglease/clock.hpp"
+#include "pglease/connection_options.hpp"
+#include "pglease/lease.hpp"
+#include "pglease/lease_options.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace pglease {
+
+/// Tries to acquire at construction (optionally waiting), renews at ttl / 3
+/// on a thread of its own while alive, and releases at destruction. It may
+/// be empty: test with held() (or operator bool) before relying on it, and
+/// again before every action, since the lease can be lost while alive.
+///
+/// @code
+///   pglease::scoped_lease guard{{}, "migrations", {}, std::chrono::seconds{10}};
+///   if (!guard)
+///       return;                                       // someone else runs them
+///   guard.run_fenced(app, [](pqxx::work& tx) { tx.exec0("..."); });
+/// @endcode                                            // released here
+class scoped_lease {
+public:
+    /// Connects with @p connection (own session), tries to acquire @p name,
+    /// waiting up to @p wait (0: one try). Throws config_error; connection
+    /// errors leave the object empty.
+    scoped_lease(const connection_options& connection, std::string name,
+                 lease_options options = {},
+                 std::chrono::milliseconds wait = std::chrono::milliseconds::zero());
+
+    /// The same over an injected backend and clock (tests).
+    scoped_lease(std::unique_ptr<backend> db, std::string name, lease_options options,
+                 std::chrono::milliseconds wait, const clock& clk = system_clock());
+
+    scoped_lease(const scoped_lease&) = delete;
+    scoped_lease& operator=(const scoped_lease&) = delete;
+    scoped_lease(scoped_lease&&) = delete;
+    scoped_lease& operator=(scoped_lease&&) = delete;
+
+    /// release().
+    ~scoped_lease();
+
+    /// Stops renewing and frees the lease now (errors ignored: it then
+    /// expires). Idempotent.
+    void release() noexcept;
+
+    /// True while held (local deadline, no I/O).
+    [[nodiscard]] bool held() const noexcept { return m_lease.held(); }
+    explicit operator bool() const noexcept { return held(); }
+
+    [[nodiscard]] std::int64_t epoch() const noexcept { return m_lease.epoch(); }
+    /// The holder the server named (another identity when this is empty).
+    [[nodiscard]] std::string holder() const { return m_lease.holder(); }
+    [[nodiscard]] fence_token token() const { return m_lease.token(); }
+
+    /// lease::run_fenced(): lease_lost when not held; a rejection makes
+    /// held() false at once.
+    template <typename F>
+    auto run_fenced(pqxx::connection_base& conn, F&& fn)
+    {
+        return m_lease.run_fenced(conn, std::forward<F>(fn));
+    }
+
+private:
+    void renew_loop() noexcept;
+
+    const clock& m_clock;
+    std::unique_ptr<backend> m_db;
+    lease m_lease;
+    std::mutex m_mutex;
+    std::condition_variable m_cv;
+    bool m_stopping = false;
+    bool m_released = false;
+    std::thread m_thread;
+};
+
+} // namespace pglease

@@ -1,0 +1,181 @@
+/// @file elector.cpp
+/// @brief The elector's thread: step, dispatch, wait for NOTIFY or the
+/// next due time; and the term's worker thread.
+#include "pglease/elector.hpp"
+
+#include "pglease/error.hpp"
+#include "pglease/pq_backend.hpp"
+
+#include <algorithm>
+
+namespace pglease {
+namespace {
+
+elector_config checked(elector_config config)
+{
+    config.validate();
+    config.connection.call_timeout = std::min(config.connection.call_timeout, config.retry_period);
+    return config;
+}
+
+} // namespace
+
+elector::elector(elector_config config)
+    : elector{std::move(config), nullptr, system_clock()}
+{
+}
+
+elector::elector(elector_config config, std::unique_ptr<backend> db, const clock& clk)
+    : m_config{checked(std::move(config))}
+    , m_clock{clk}
+    , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_config.connection)}
+    , m_election{*m_db, m_config, m_clock}
+{
+    m_thread = std::thread{[this] { run(); }};
+}
+
+elector::~elector() { stop(); }
+
+void elector::stop() noexcept
+{
+    m_stopping.store(true);
+    {
+        // Tell leader work first, so it can wind down while we wake the loop.
+        const std::lock_guard lock{m_mutex};
+        if (m_source)
+            m_source->request_stop();
+    }
+    m_db->interrupt();
+    if (m_thread.joinable() && m_thread.get_id() != std::this_thread::get_id())
+        m_thread.join();
+}
+
+fence_token elector::token() const
+{
+    if (!m_election.leading())
+        throw lease_lost{"not leading lease \"" + m_config.lease_name + "\""};
+    return m_election.current().token();
+}
+
+void elector::report_lost(std::int64_t epoch) noexcept
+{
+    if (m_election.current().epoch() != epoch)
+        return;
+    m_election.current().mark_lost();
+    {
+        const std::lock_guard lock{m_mutex};
+        if (m_source)
+            m_source->request_stop();
+    }
+    m_db->interrupt(); // the loop ends the term and calls on_stopped_leading
+}
+
+void elector::start_term(std::int64_t epoch)
+{
+    join_worker(); // the previous term's work returned (it was told to stop)
+    stop_token token;
+    {
+        const std::lock_guard lock{m_mutex};
+        m_source.emplace(m_clock);
+        m_source->set_deadline(m_election.current().deadline());
+        token = m_source->token();
+        if (m_stopping.load())
+            m_source->request_stop();
+    }
+    m_worker = std::thread{[this, epoch, token] {
+        try {
+            m_config.callbacks.on_started_leading(epoch, token);
+        } catch (...) {
+            // Leader work failed: resign rather than lead without it.
+            m_work_failed.store(true);
+            m_db->interrupt();
+        }
+    }};
+}
+
+void elector::end_term()
+{
+    {
+        const std::lock_guard lock{m_mutex};
+        if (m_source)
+            m_source->request_stop();
+    }
+    try {
+        m_config.callbacks.on_stopped_leading();
+    } catch (...) {
+        // A throwing callback must not kill the elector thread.
+    }
+}
+
+void elector::join_worker() noexcept
+{
+    if (m_worker.joinable())
+        m_worker.join();
+}
+
+void elector::dispatch(const std::vector<election_event>& events)
+{
+    for (const election_event& e : events) {
+        switch (e.what) {
+        case election_event::kind::started_leading:
+            start_term(e.epoch);
+            break;
+        case election_event::kind::stopped_leading:
+            end_term();
+            break;
+        case election_event::kind::new_leader:
+            if (m_config.callbacks.on_new_leader) {
+                try {
+                    m_config.callbacks.on_new_leader(e.identity);
+                } catch (...) {
+                    // Observers' failures are theirs.
+                }
+            }
+            break;
+        }
+    }
+}
+
+void elector::run() noexcept
+{
+    (void)m_db->listen();
+    while (!m_stopping.load()) {
+        try {
+            if (m_work_failed.exchange(false))
+                dispatch(m_election.resign(true));
+            if (!m_election.in_term())
+                join_worker(); // no new term while old work still runs
+            dispatch(m_election.step());
+            if (m_election.in_term()) {
+                const std::lock_guard lock{m_mutex};
+                if (m_source)
+                    m_source->set_deadline(m_election.current().deadline());
+            }
+        } catch (const std::exception&) {
+            // Not expected (step() handles backend errors); keep campaigning.
+        }
+        if (m_stopping.load())
+            break;
+        auto wake = m_election.next_step();
+        if (m_election.in_term())
+            wake = std::min(wake, m_election.current().deadline());
+        (void)m_db->wait_for_change(m_config.lease_name, wake);
+    }
+
+    // Stopping: end the term, let the work return, then release and report.
+    try {
+        if (m_election.in_term()) {
+            {
+                const std::lock_guard lock{m_mutex};
+                if (m_source)
+                    m_source->request_stop();
+            }
+            join_worker();
+            dispatch(m_election.resign(m_config.release_on_stop));
+        }
+    } catch (const std::exception&) {
+    }
+    join_worker();
+}
+
+} // namespace pglease

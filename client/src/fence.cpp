@@ -1,0 +1,37 @@
+/// @file fence.cpp
+/// @brief lease_use() and the mapping of fenced-transaction failures.
+#include "pglease/fence.hpp"
+
+#include <pqxx/except>
+
+namespace pglease::detail {
+
+void declare_token(pqxx::transaction_base& tx, const fence_token& token)
+{
+    std::string fn = "lease_use";
+    if (!token.schema.empty())
+        fn = tx.conn().quote_name(token.schema) + "." + fn;
+    tx.exec_params("SELECT " + fn + "($1, $2)", token.lease_name, token.epoch);
+}
+
+void rethrow_fenced(std::exception_ptr ep, bool committing)
+{
+    try {
+        std::rethrow_exception(ep);
+    } catch (const error&) {
+        throw;
+    } catch (const pqxx::in_doubt_error& e) {
+        throw commit_unknown{std::string{"commit outcome unknown: "} + e.what()};
+    } catch (const pqxx::broken_connection& e) {
+        if (committing)
+            throw commit_unknown{std::string{"connection lost during commit: "} + e.what()};
+        throw connection_lost{std::string{"connection lost in fenced transaction: "} + e.what()};
+    } catch (const pqxx::sql_error& e) {
+        if (committing && is_connection_sqlstate(e.sqlstate()))
+            throw commit_unknown{std::string{"connection lost during commit: "} + e.what(),
+                                 e.sqlstate()};
+        throw_for_sqlstate(e.what(), e.sqlstate());
+    }
+}
+
+} // namespace pglease::detail

@@ -1,0 +1,157 @@
+/// @file lease.cpp
+/// @brief The lease state: epoch, holder, local deadline.
+#include "pglease/lease.hpp"
+
+#include "pglease/error.hpp"
+
+#include <algorithm>
+
+namespace pglease {
+
+namespace {
+constexpr std::chrono::milliseconds min_wait{1};
+} // namespace
+
+lease::lease(backend& db, std::string name, lease_options options, const clock& clk)
+    : m_db{db}, m_clock{clk}, m_name{std::move(name)}, m_options{std::move(options)}
+{
+    validate_lease_name(m_name);
+    m_options.validate();
+}
+
+lease::rep lease::deadline_after(clock::time_point sent) const noexcept
+{
+    const auto d = sent + m_options.ttl - m_options.effective_safety_margin();
+    return d.time_since_epoch().count();
+}
+
+bool lease::acquire()
+{
+    // 1. Take the time before sending: the server starts the ttl later than
+    //    this, so sent + ttl can only be earlier than its expiry.
+    const auto sent = m_clock.now();
+    const acquire_reply reply = m_db.acquire(m_name, m_options.identity, m_options.ttl);
+    const auto arrived = m_clock.now();
+
+    // 2. Remember whom the server named and until when (for followers).
+    {
+        const std::lock_guard lock{m_mutex};
+        m_holder = reply.holder;
+        if (reply.remaining)
+            m_expiry_hint = arrived + *reply.remaining;
+        else
+            m_expiry_hint.reset();
+    }
+
+    // 3. Not ours: whatever we believed before is over.
+    if (!reply.acquired) {
+        m_deadline.store(lost);
+        return false;
+    }
+
+    // 4. Ours: a new epoch, or the same one extended.
+    m_epoch.store(reply.epoch);
+    m_renewed_at.store(sent.time_since_epoch().count());
+    m_deadline.store(deadline_after(sent));
+    return true;
+}
+
+bool lease::acquire_for(std::chrono::milliseconds timeout)
+{
+    const auto end = m_clock.now() + timeout;
+    // Subscribe before the first try, so a release between our try and our
+    // wait is not missed (notifications queue on the session).
+    (void)m_db.listen();
+    for (;;) {
+        auto wake = end;
+        try {
+            if (acquire())
+                return true;
+            if (const auto hint = expiry_hint())
+                wake = std::min(wake, std::max(*hint, m_clock.now() + min_wait));
+        } catch (const config_error&) {
+            throw;
+        } catch (const invalid_argument&) {
+            throw;
+        } catch (const permission_denied&) {
+            throw;
+        } catch (const error&) {
+            // Lost connection, statement timeout, ...: try again later.
+            wake = std::min(wake, m_clock.now() + m_options.retry_period);
+        }
+        if (m_clock.now() >= end)
+            return false;
+        (void)m_db.wait_for_change(m_name, wake);
+    }
+}
+
+bool lease::renew()
+{
+    const std::int64_t epoch = m_epoch.load();
+    rep before = m_deadline.load();
+    if (epoch == 0 || before == lost)
+        return false;
+
+    const auto sent = m_clock.now();
+    const auto remaining = m_db.renew(m_name, m_options.identity, epoch, m_options.ttl);
+    if (!remaining) {
+        m_deadline.store(lost);
+        return false;
+    }
+    // Publish the new deadline only if nobody called mark_lost() meanwhile.
+    if (!m_deadline.compare_exchange_strong(before, deadline_after(sent)))
+        return false;
+    m_renewed_at.store(sent.time_since_epoch().count());
+    return true;
+}
+
+bool lease::release()
+{
+    const std::int64_t epoch = m_epoch.load();
+    if (epoch == 0)
+        return false;
+    m_deadline.store(lost); // stop claiming before the server hears of it
+    return m_db.release(m_name, m_options.identity, epoch);
+}
+
+void lease::mark_lost() noexcept { m_deadline.store(lost); }
+
+bool lease::held() const noexcept
+{
+    return m_clock.now().time_since_epoch().count() < m_deadline.load();
+}
+
+clock::time_point lease::deadline() const noexcept
+{
+    const rep d = m_deadline.load();
+    return d == lost ? clock::time_point::min() : clock::time_point{clock::duration{d}};
+}
+
+clock::time_point lease::renewed_at() const noexcept
+{
+    const rep r = m_renewed_at.load();
+    return r == lost ? clock::time_point::min() : clock::time_point{clock::duration{r}};
+}
+
+std::string lease::holder() const
+{
+    const std::lock_guard lock{m_mutex};
+    return m_holder;
+}
+
+std::optional<clock::time_point> lease::expiry_hint() const
+{
+    const std::lock_guard lock{m_mutex};
+    return m_expiry_hint;
+}
+
+fence_token lease::token() const
+{
+    const std::int64_t epoch = m_epoch.load();
+    if (!held())
+        throw lease_lost{"lease \"" + m_name + "\" is not held by " + m_options.identity +
+                         " (epoch " + std::to_string(epoch) + ")"};
+    return fence_token{m_name, epoch, m_schema};
+}
+
+} // namespace pglease

@@ -1,0 +1,286 @@
+/// @file pq_backend.cpp
+/// @brief pg_lease SQL API over libpqxx 6.4, with reconnect and LISTEN.
+#include "pglease/pq_backend.hpp"
+
+#include "conninfo.hpp"
+#include "pglease/error.hpp"
+#include "wakeup_pipe.hpp"
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
+namespace pglease {
+namespace {
+
+/// Collects the lease names of NOTIFY pg_lease payloads.
+class receiver final : public pqxx::notification_receiver {
+public:
+    receiver(pqxx::connection_base& conn, std::set<std::string>& sink)
+        : pqxx::notification_receiver{conn, "pg_lease"}, m_sink{sink}
+    {
+    }
+
+    void operator()(const std::string& payload, int /*backend_pid*/) override
+    {
+        try {
+            m_sink.insert(nlohmann::json::parse(payload).at("name").get<std::string>());
+        } catch (const std::exception&) {
+            m_sink.insert("*"); // unknown payload: wake every waiter
+        }
+    }
+
+private:
+    std::set<std::string>& m_sink;
+};
+
+std::string interval_text(std::chrono::milliseconds ttl)
+{
+    return std::to_string(ttl.count()) + " milliseconds";
+}
+
+std::optional<std::chrono::microseconds> micros(const pqxx::field& f)
+{
+    if (f.is_null())
+        return std::nullopt;
+    return std::chrono::microseconds{std::max<long long>(f.as<long long>(), 0)};
+}
+
+} // namespace
+
+class pq_backend::wakeup : public detail::wakeup_pipe {};
+
+/// One open session; the receiver is declared last so it goes first.
+struct pq_backend::session {
+    explicit session(const std::string& conninfo) : conn{conninfo} {}
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    session(session&&) = delete;
+    session& operator=(session&&) = delete;
+    ~session()
+    {
+        conn.disconnect(); // no UNLISTEN round trip on a dying session
+        listener.reset();
+    }
+
+    pqxx::connection conn;
+    std::unique_ptr<receiver> listener;
+};
+
+pq_backend::pq_backend(connection_options options)
+    : m_options{std::move(options)}
+    , m_conninfo{detail::build_conninfo(m_options)}
+    , m_wakeup{std::make_unique<wakeup>()}
+{
+}
+
+pq_backend::~pq_backend() = default;
+
+bool pq_backend::connected() const noexcept { return m_session && m_session->conn.is_open(); }
+
+int pq_backend::server_pid() const noexcept { return m_session ? m_session->conn.backendpid() : 0; }
+
+void pq_backend::connect() { (void)live(); }
+
+void pq_backend::drop() noexcept { m_session.reset(); }
+
+std::string pq_backend::fn(const char* name) const
+{
+    if (m_options.schema.empty())
+        return name;
+    std::string quoted{'"'};
+    for (const char c : m_options.schema) {
+        if (c == '"')
+            quoted += '"';
+        quoted += c;
+    }
+    return quoted + "\"." + name;
+}
+
+pq_backend::session& pq_backend::live()
+{
+    if (m_session && m_session->conn.is_open())
+        return *m_session;
+    const bool reconnect = static_cast<bool>(m_session);
+    drop();
+    try {
+        auto fresh = std::make_unique<session>(m_conninfo);
+        pqxx::nontransaction tx{fresh->conn};
+        tx.exec("SET statement_timeout = " + std::to_string(m_options.call_timeout.count()));
+        tx.commit();
+        m_session = std::move(fresh);
+    } catch (const pqxx::broken_connection& e) {
+        throw connection_lost{std::string{"cannot connect: "} + e.what()};
+    } catch (const pqxx::sql_error& e) {
+        throw_for_sqlstate(std::string{"cannot set up session: "} + e.what(), e.sqlstate());
+    } catch (const pqxx::failure& e) {
+        throw connection_lost{std::string{"cannot connect: "} + e.what()};
+    }
+    if (m_listen_wanted) {
+        try {
+            m_session->listener = std::make_unique<receiver>(m_session->conn, m_changed);
+        } catch (const std::exception&) {
+            // Degrade: waiters wake at the known expiry only.
+        }
+        if (reconnect)
+            m_changed.insert("*"); // events may have been missed meanwhile
+    }
+    return *m_session;
+}
+
+template <typename F>
+auto pq_backend::call(const char* what, F&& body)
+{
+    session& s = live();
+    const std::string prefix = std::string{what} + ": ";
+    try {
+        pqxx::nontransaction tx{s.conn};
+        return body(tx);
+    } catch (const pqxx::broken_connection& e) {
+        drop();
+        throw connection_lost{prefix + e.what()};
+    } catch (const pqxx::sql_error& e) {
+        const bool gone = is_connection_sqlstate(e.sqlstate()) || !s.conn.is_open();
+        if (gone) {
+            drop();
+            throw connection_lost{prefix + e.what(), e.sqlstate()};
+        }
+        throw_for_sqlstate(prefix + e.what(), e.sqlstate());
+    } catch (const pqxx::failure& e) {
+        const bool gone = !s.conn.is_open();
+        if (gone) {
+            drop();
+            throw connection_lost{prefix + e.what()};
+        }
+        throw error{prefix + e.what()};
+    }
+}
+
+acquire_reply pq_backend::acquire(const std::string& name, const std::string& holder,
+                                  std::chrono::milliseconds ttl)
+{
+    const std::string sql =
+        "SELECT r.acquired, r.epoch, coalesce(r.holder, ''), "
+        "(extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000000)::bigint FROM " +
+        fn("lease_acquire") + "($1, $2, $3::interval) AS r";
+    return call("lease_acquire", [&](pqxx::nontransaction& tx) {
+        const pqxx::row row = tx.exec_params1(sql, name, holder, interval_text(ttl));
+        acquire_reply reply;
+        reply.acquired = row[0].as<bool>();
+        reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
+        reply.holder = row[2].as<std::string>();
+        reply.remaining = micros(row[3]);
+        return reply;
+    });
+}
+
+std::optional<std::chrono::microseconds> pq_backend::renew(const std::string& name,
+                                                           const std::string& holder,
+                                                           std::int64_t epoch,
+                                                           std::chrono::milliseconds ttl)
+{
+    const std::string sql =
+        "SELECT (extract(epoch FROM (e - clock_timestamp())) * 1000000)::bigint FROM " +
+        fn("lease_renew") + "($1, $2, $3, $4::interval) AS e";
+    return call("lease_renew", [&](pqxx::nontransaction& tx) {
+        return micros(tx.exec_params1(sql, name, holder, epoch, interval_text(ttl))[0]);
+    });
+}
+
+bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch)
+{
+    const std::string sql = "SELECT " + fn("lease_release") + "($1, $2, $3)";
+    return call("lease_release", [&](pqxx::nontransaction& tx) {
+        return tx.exec_params1(sql, name, holder, epoch)[0].as<bool>();
+    });
+}
+
+bool pq_backend::revoke(const std::string& name)
+{
+    const std::string sql = "SELECT " + fn("lease_revoke") + "($1)";
+    return call("lease_revoke", [&](pqxx::nontransaction& tx) {
+        return tx.exec_params1(sql, name)[0].as<bool>();
+    });
+}
+
+std::optional<lease_record> pq_backend::status(const std::string& name)
+{
+    const std::string sql =
+        "SELECT name, coalesce(holder, ''), epoch, coalesce(valid, false), "
+        "greatest(coalesce((extract(epoch FROM remaining) * 1000000)::bigint, 0), 0) FROM " +
+        fn("lease_status") + " WHERE name = $1";
+    return call("lease_status", [&](pqxx::nontransaction& tx) -> std::optional<lease_record> {
+        const pqxx::result r = tx.exec_params(sql, name);
+        if (r.empty())
+            return std::nullopt;
+        lease_record rec;
+        rec.name = r[0][0].as<std::string>();
+        rec.holder = r[0][1].as<std::string>();
+        rec.epoch = r[0][2].as<std::int64_t>();
+        rec.valid = r[0][3].as<bool>();
+        rec.remaining = std::chrono::microseconds{r[0][4].as<long long>()};
+        return rec;
+    });
+}
+
+bool pq_backend::listen()
+{
+    if (!m_options.listen)
+        return false;
+    m_listen_wanted = true;
+    try {
+        session& s = live();
+        if (!s.listener)
+            s.listener = std::make_unique<receiver>(s.conn, m_changed);
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+bool pq_backend::wait_for_change(const std::string& name, clock::time_point until) noexcept
+{
+    const auto consume = [&] {
+        const bool hit = m_changed.erase(name) + m_changed.erase("*") > 0;
+        if (m_changed.size() > 1024)
+            m_changed.clear();
+        return hit;
+    };
+    for (;;) {
+        if (m_session && m_session->listener) {
+            try {
+                m_session->conn.get_notifs();
+            } catch (const std::exception&) {
+                drop(); // the next call reconnects (and re-listens)
+            }
+        }
+        if (consume())
+            return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until)
+            return false;
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+        pollfd fds[2] = {{m_wakeup->read_fd(), POLLIN, 0}, {-1, POLLIN, 0}};
+        nfds_t count = 1;
+        if (m_session && m_session->listener && m_session->conn.sock() >= 0) {
+            fds[1].fd = m_session->conn.sock();
+            count = 2;
+        }
+        const int rc = ::poll(fds, count, static_cast<int>(std::min<long long>(left, INT_MAX)));
+        if (rc < 0 && errno != EINTR)
+            return false;
+        if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
+            m_wakeup->drain();
+            return false;
+        }
+    }
+}
+
+void pq_backend::interrupt() noexcept { m_wakeup->signal(); }
+
+} // namespace pglease
