@@ -141,11 +141,15 @@ void elector::run() noexcept
     (void)m_db->listen();
     while (!m_stopping.load()) {
         try {
-            if (m_work_failed.exchange(false))
+            if (m_work_failed.exchange(false)) {
+                // Leader work failed: resign now, campaign again after a
+                // retry period (not at once, or a crashing job would spin).
                 dispatch(m_election.resign(true));
-            if (!m_election.in_term())
-                join_worker(); // no new term while old work still runs
-            dispatch(m_election.step());
+            } else {
+                if (!m_election.in_term())
+                    join_worker(); // no new term while old work still runs
+                dispatch(m_election.step());
+            }
             if (m_election.in_term()) {
                 const std::lock_guard lock{m_mutex};
                 if (m_source)

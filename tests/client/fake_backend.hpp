@@ -1,0 +1,127 @@
+/// @file fake_backend.hpp
+/// @brief An in-memory pg_lease "server" and a backend that talks to it,
+/// with fault injection: failed calls, lost replies, latency, hangs.
+#pragma once
+
+#include "fake_clock.hpp"
+#include "pglease/backend.hpp"
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace pglease::test {
+
+/// The shared "database": lease rows with the SQL semantics of SPEC
+/// section 3, server time from the injected clock, and change counters
+/// standing in for NOTIFY pg_lease.
+class fake_store {
+public:
+    explicit fake_store(const clock& clk) : m_clock{clk} {}
+
+    struct row {
+        std::string holder;
+        std::int64_t epoch = 0;
+        clock::time_point expires{};
+    };
+
+    acquire_reply acquire(const std::string& name, const std::string& holder,
+                          std::chrono::milliseconds ttl);
+    std::optional<std::chrono::microseconds> renew(const std::string& name,
+                                                   const std::string& holder, std::int64_t epoch,
+                                                   std::chrono::milliseconds ttl);
+    bool release(const std::string& name, const std::string& holder, std::int64_t epoch);
+    bool revoke(const std::string& name);
+    std::optional<lease_record> status(const std::string& name);
+
+    /// The row as it is (for assertions).
+    [[nodiscard]] row get(const std::string& name);
+    /// Number of events (grant, release, revoke) so far, all names.
+    [[nodiscard]] std::size_t log_size();
+
+    /// True (and @p cursor moved to the end) when an event on @p name was
+    /// logged at or after @p cursor. With @p real_wait, waits in real time
+    /// until such an event, @p until, or @p stop() turns true.
+    bool consume(const std::string& name, std::size_t& cursor, bool real_wait,
+                 clock::time_point until, const std::function<bool()>& stop);
+    /// Wakes every wait().
+    void poke();
+
+    [[nodiscard]] const clock& time() const noexcept { return m_clock; }
+
+private:
+    [[nodiscard]] bool valid(const row& r) const noexcept
+    {
+        return !r.holder.empty() && m_clock.now() < r.expires;
+    }
+    void notify(const std::string& name);
+
+    const clock& m_clock;
+    std::mutex m_mutex;
+    std::condition_variable m_cv;
+    std::map<std::string, row> m_rows;
+    std::vector<std::string> m_log;
+    std::int64_t m_counter = 100;
+};
+
+/// One client session of a fake_store.
+class fake_backend final : public backend {
+public:
+    /// @p fake: the store's clock when it is a fake_clock (waits then
+    /// advance it instead of sleeping), nullptr for real time.
+    fake_backend(fake_store& store, fake_clock* fake = nullptr) : m_store{store}, m_fake{fake} {}
+
+    acquire_reply acquire(const std::string& name, const std::string& holder,
+                          std::chrono::milliseconds ttl) override;
+    std::optional<std::chrono::microseconds> renew(const std::string& name,
+                                                   const std::string& holder, std::int64_t epoch,
+                                                   std::chrono::milliseconds ttl) override;
+    bool release(const std::string& name, const std::string& holder,
+                 std::int64_t epoch) override;
+    bool revoke(const std::string& name) override;
+    std::optional<lease_record> status(const std::string& name) override;
+    bool listen() override;
+    bool wait_for_change(const std::string& name, clock::time_point until) noexcept override;
+    void interrupt() noexcept override;
+
+    // --- fault injection (set from the test thread before the call) -------
+    /// The next @p n calls fail with connection_lost before reaching the store.
+    void fail_before(int n) { m_fail_before = n; }
+    /// The next @p n calls reach the store, then fail (reply lost).
+    void fail_after(int n) { m_fail_after = n; }
+    /// Fake time that passes between sending a call and the store running it.
+    void latency(std::chrono::milliseconds d) { m_latency = d; }
+    /// Real time each call blocks before reaching the store (a stalled call).
+    void hang(std::chrono::milliseconds d) { m_hang = d.count(); }
+    /// Runs inside every call, before the store (e.g. to race mark_lost()).
+    void during_call(std::function<void()> f) { m_during = std::move(f); }
+    /// Runs at the start of every wait_for_change().
+    void before_wait(std::function<void()> f) { m_before_wait = std::move(f); }
+    /// Calls made so far, by kind.
+    [[nodiscard]] int acquires() const noexcept { return m_acquires; }
+    [[nodiscard]] int renews() const noexcept { return m_renews; }
+    [[nodiscard]] int waits() const noexcept { return m_waits; }
+
+private:
+    template <typename F>
+    auto call(F&& body);
+
+    fake_store& m_store;
+    fake_clock* m_fake;
+    std::atomic<int> m_fail_before{0};
+    std::atomic<int> m_fail_after{0};
+    std::chrono::milliseconds m_latency{0};
+    std::atomic<std::chrono::milliseconds::rep> m_hang{0};
+    std::function<void()> m_during;
+    std::function<void()> m_before_wait;
+    std::atomic<bool> m_interrupted{false};
+    std::size_t m_cursor = 0;
+    bool m_listening = false;
+    std::atomic<int> m_acquires{0};
+    std::atomic<int> m_renews{0};
+    std::atomic<int> m_waits{0};
+};
+
+} // namespace pglease::test

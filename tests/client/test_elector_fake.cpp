@@ -1,0 +1,177 @@
+/// @file test_elector_fake.cpp
+/// @brief pglease::elector's threads over the fake backend in real time:
+/// callbacks, release on stop, hand-over, fence-loss step-down, and the
+/// stop token firing at the local deadline while a call is stuck.
+#include "fake_backend.hpp"
+#include "pglease/elector.hpp"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+namespace pglease::test {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+/// Records callbacks; waits for them with a timeout.
+struct recorder {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int started = 0;
+    int stopped = 0;
+    std::int64_t epoch = 0;
+    std::vector<std::string> leaders;
+    stop_token token;
+    bool throw_in_work = false;
+
+    elector_callbacks callbacks()
+    {
+        elector_callbacks c;
+        c.on_started_leading = [this](std::int64_t e, stop_token t) {
+            {
+                const std::lock_guard lock{mutex};
+                ++started;
+                epoch = e;
+                token = t;
+            }
+            cv.notify_all();
+            if (throw_in_work)
+                throw std::runtime_error{"work failed"};
+        };
+        c.on_stopped_leading = [this] {
+            {
+                const std::lock_guard lock{mutex};
+                ++stopped;
+            }
+            cv.notify_all();
+        };
+        c.on_new_leader = [this](const std::string& id) {
+            {
+                const std::lock_guard lock{mutex};
+                leaders.push_back(id);
+            }
+            cv.notify_all();
+        };
+        return c;
+    }
+
+    template <typename P>
+    bool wait(P pred, std::chrono::milliseconds timeout = 3000ms)
+    {
+        std::unique_lock lock{mutex};
+        return cv.wait_for(lock, timeout, pred);
+    }
+};
+
+elector_config fast_config(const std::string& identity, recorder& r)
+{
+    elector_config c;
+    c.lease_name = "fast";
+    c.identity = identity;
+    c.ttl = 600ms;
+    c.renew_deadline = 400ms;
+    c.retry_period = 100ms;
+    c.callbacks = r.callbacks();
+    return c;
+}
+
+TEST(elector_fake, leads_calls_back_and_releases_on_stop)
+{
+    fake_store store{system_clock()};
+    recorder r;
+    auto e = std::make_unique<elector>(fast_config("one", r), std::make_unique<fake_backend>(store));
+    ASSERT_TRUE(r.wait([&] { return r.started == 1; }));
+    EXPECT_TRUE(e->leading());
+    EXPECT_EQ(e->epoch(), r.epoch);
+    EXPECT_EQ(e->token().epoch, r.epoch);
+    std::this_thread::sleep_for(1500ms); // several ttls: renewed in the background
+    EXPECT_TRUE(e->leading());
+    EXPECT_EQ(e->epoch(), r.epoch);
+    e->stop();
+    EXPECT_EQ(r.stopped, 1);
+    EXPECT_TRUE(r.token.stop_requested());
+    EXPECT_FALSE(e->leading());
+    EXPECT_EQ(store.get("fast").holder, ""); // released
+    ASSERT_FALSE(r.leaders.empty());
+    EXPECT_EQ(r.leaders.front(), "one");
+    e.reset();
+    EXPECT_EQ(r.stopped, 1); // exactly once
+}
+
+TEST(elector_fake, one_leader_at_a_time_and_quick_handover_on_release)
+{
+    fake_store store{system_clock()};
+    recorder r1;
+    recorder r2;
+    auto e1 = std::make_unique<elector>(fast_config("one", r1), std::make_unique<fake_backend>(store));
+    ASSERT_TRUE(r1.wait([&] { return r1.started == 1; }));
+    elector e2{fast_config("two", r2), std::make_unique<fake_backend>(store)};
+    ASSERT_TRUE(r2.wait([&] { return !r2.leaders.empty(); }));
+    EXPECT_EQ(r2.leaders.front(), "one");
+
+    const auto until = steady::now() + 800ms;
+    while (steady::now() < until) {
+        EXPECT_FALSE(e1->leading() && e2.leading());
+        std::this_thread::sleep_for(5ms);
+    }
+    EXPECT_TRUE(e1->leading());
+    EXPECT_FALSE(e2.leading());
+
+    const auto released = steady::now();
+    e1.reset(); // stop + release: e2 is woken by the event, not its timers
+    ASSERT_TRUE(r2.wait([&] { return r2.started == 1; }));
+    const auto handover = steady::now() - released;
+    EXPECT_LT(handover, 90ms) << "follower waited for its retry period";
+    EXPECT_GT(r2.epoch, r1.epoch);
+}
+
+TEST(elector_fake, reported_fence_loss_ends_the_term_at_once)
+{
+    fake_store store{system_clock()};
+    recorder r;
+    elector e{fast_config("one", r), std::make_unique<fake_backend>(store)};
+    ASSERT_TRUE(r.wait([&] { return r.started == 1; }));
+    const auto at = steady::now();
+    e.report_lost(r.epoch);
+    EXPECT_FALSE(e.leading()); // at once, no I/O
+    EXPECT_TRUE(r.token.stop_requested());
+    EXPECT_THROW((void)e.token(), lease_lost);
+    ASSERT_TRUE(r.wait([&] { return r.stopped == 1; }));
+    EXPECT_LT(steady::now() - at, 100ms);
+}
+
+TEST(elector_fake, stuck_renewal_stop_token_fires_at_the_local_deadline)
+{
+    fake_store store{system_clock()};
+    recorder r;
+    auto owned = std::make_unique<fake_backend>(store);
+    fake_backend& db = *owned;
+    elector e{fast_config("one", r), std::move(owned)};
+    ASSERT_TRUE(r.wait([&] { return r.started == 1; }));
+    db.hang(1500ms); // every call now blocks for 1.5 s
+    const auto from = steady::now();
+    r.token.wait(); // must not wait for the stuck call
+    const auto waited = steady::now() - from;
+    EXPECT_LE(waited, 600ms) << "token waited past the local deadline";
+    EXPECT_FALSE(e.leading());
+    // The elector's thread is still stuck in the call; it reports later.
+    ASSERT_TRUE(r.wait([&] { return r.stopped == 1; }, 4000ms));
+    db.hang(0ms);
+}
+
+TEST(elector_fake, failing_leader_work_resigns_and_reports)
+{
+    fake_store store{system_clock()};
+    recorder r;
+    r.throw_in_work = true;
+    elector e{fast_config("one", r), std::make_unique<fake_backend>(store)};
+    ASSERT_TRUE(r.wait([&] { return r.stopped >= 1; }));
+    EXPECT_GE(r.started, r.stopped);
+    ASSERT_TRUE(r.wait([&] { return r.started >= 2; })); // it campaigns again
+}
+
+} // namespace
+} // namespace pglease::test

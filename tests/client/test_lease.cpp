@@ -1,0 +1,178 @@
+/// @file test_lease.cpp
+/// @brief pglease::lease and scoped_lease against the fake backend: the
+/// local deadline, mark_lost races, waiting without busy polling.
+#include "fake_backend.hpp"
+#include "fake_clock.hpp"
+#include "pglease/error.hpp"
+#include "pglease/lease.hpp"
+#include "pglease/scoped_lease.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace pglease::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+lease_options opts(const char* identity)
+{
+    lease_options o;
+    o.identity = identity;
+    o.ttl = 10s;
+    o.safety_margin = 1s;
+    return o;
+}
+
+struct lease_fixture : ::testing::Test {
+    fake_clock clk;
+    fake_store store{clk};
+    fake_backend db_a{store, &clk};
+    fake_backend db_b{store, &clk};
+    lease a{db_a, "job", opts("a"), clk};
+    lease b{db_b, "job", opts("b"), clk};
+};
+
+TEST_F(lease_fixture, round_trip_and_second_client_learns_the_holder)
+{
+    EXPECT_FALSE(a.held());
+    EXPECT_EQ(a.epoch(), 0);
+    ASSERT_TRUE(a.acquire());
+    EXPECT_TRUE(a.held());
+    const auto epoch = a.epoch();
+    EXPECT_GT(epoch, 0);
+
+    EXPECT_FALSE(b.acquire());
+    EXPECT_FALSE(b.held());
+    EXPECT_EQ(b.holder(), "a");
+    ASSERT_TRUE(b.expiry_hint());
+    EXPECT_EQ(*b.expiry_hint(), clk.now() + 10s);
+
+    clk.advance(5s);
+    EXPECT_TRUE(a.renew());
+    EXPECT_EQ(a.epoch(), epoch);
+    EXPECT_EQ(a.deadline(), clk.now() + 9s);
+
+    EXPECT_TRUE(a.release());
+    EXPECT_FALSE(a.held());
+    EXPECT_TRUE(b.acquire());
+    EXPECT_GT(b.epoch(), epoch);
+}
+
+TEST_F(lease_fixture, held_turns_false_at_the_deadline_without_io)
+{
+    ASSERT_TRUE(a.acquire());
+    clk.advance(9s - 1ns);
+    EXPECT_TRUE(a.held());
+    clk.advance(1ns);
+    EXPECT_FALSE(a.held()); // ttl - margin after the send, no call made
+    EXPECT_EQ(db_a.renews(), 0);
+    EXPECT_THROW((void)a.token(), lease_lost);
+}
+
+TEST_F(lease_fixture, deadline_counts_from_the_send_time)
+{
+    const auto sent = clk.now();
+    db_a.latency(3s); // the request takes 3 s to reach the server
+    ASSERT_TRUE(a.acquire());
+    EXPECT_EQ(a.deadline(), sent + 9s);
+    EXPECT_EQ(store.get("job").expires, sent + 13s);
+}
+
+TEST_F(lease_fixture, lost_reply_does_not_extend_and_renew_after_reconnect_restores)
+{
+    ASSERT_TRUE(a.acquire());
+    const auto before = a.deadline();
+    clk.advance(3s);
+    db_a.fail_after(1); // the server renewed, the reply was lost
+    EXPECT_THROW((void)a.renew(), connection_lost);
+    EXPECT_EQ(a.deadline(), before);
+    clk.advance(1s);
+    EXPECT_TRUE(a.renew()); // "reconnected": same epoch renewed
+    EXPECT_EQ(a.deadline(), clk.now() + 9s);
+}
+
+TEST_F(lease_fixture, mark_lost_during_a_renew_in_flight_wins)
+{
+    ASSERT_TRUE(a.acquire());
+    db_a.during_call([this] { a.mark_lost(); });
+    EXPECT_FALSE(a.renew()); // the server said yes, but the loss came first
+    EXPECT_FALSE(a.held());
+}
+
+TEST_F(lease_fixture, renew_of_a_taken_over_lease_is_refused)
+{
+    ASSERT_TRUE(a.acquire());
+    clk.advance(11s); // paused past the ttl
+    ASSERT_TRUE(b.acquire());
+    EXPECT_FALSE(a.renew());
+    EXPECT_FALSE(a.held());
+    EXPECT_FALSE(a.release());
+}
+
+TEST_F(lease_fixture, acquire_for_sleeps_until_the_reported_expiry)
+{
+    ASSERT_TRUE(b.acquire());
+    clk.advance(4s); // b's grant has 6 s left
+    const auto start = clk.now();
+    EXPECT_TRUE(a.acquire_for(30s));
+    EXPECT_EQ(clk.now() - start, 6s);
+    EXPECT_EQ(db_a.acquires(), 2); // one refused try, one at the expiry
+}
+
+TEST_F(lease_fixture, acquire_for_wakes_on_a_release_event)
+{
+    ASSERT_TRUE(b.acquire());
+    // The release happens while a waits: the wait sees the event at once,
+    // 10 s before the expiry a was told about.
+    db_a.before_wait([this] { (void)b.release(); });
+    const auto start = clk.now();
+    EXPECT_TRUE(a.acquire_for(30s));
+    EXPECT_EQ(clk.now(), start);
+}
+
+TEST_F(lease_fixture, acquire_for_times_out_when_the_holder_keeps_renewing)
+{
+    ASSERT_TRUE(b.acquire());
+    // The holder extends its grant to 20 s from now while a waits.
+    db_a.before_wait([this] { ASSERT_TRUE(store.renew("job", "b", b.epoch(), 20s)); });
+    const auto start = clk.now();
+    EXPECT_FALSE(a.acquire_for(25s));
+    EXPECT_EQ(clk.now() - start, 25s);
+    EXPECT_EQ(db_a.acquires(), 4); // at 0, 10, 20 (reported expiries) and 25 s
+}
+
+TEST_F(lease_fixture, acquire_for_retries_after_connection_errors)
+{
+    db_a.fail_before(2);
+    EXPECT_TRUE(a.acquire_for(10s));
+    EXPECT_EQ(db_a.acquires(), 3);
+}
+
+TEST(scoped_lease, holds_renews_and_releases)
+{
+    fake_store store{system_clock()};
+    lease_options o;
+    o.identity = "scoped";
+    o.ttl = 300ms;
+    {
+        scoped_lease s{std::make_unique<fake_backend>(store), "scoped", o, 0ms};
+        ASSERT_TRUE(s);
+        const auto epoch = s.epoch();
+        std::this_thread::sleep_for(700ms); // > 2 ttl: renewed in the background
+        EXPECT_TRUE(s.held());
+        EXPECT_EQ(s.epoch(), epoch);
+        EXPECT_EQ(store.get("scoped").holder, "scoped");
+
+        lease_options other = o;
+        other.identity = "other";
+        scoped_lease refused{std::make_unique<fake_backend>(store), "scoped", other, 0ms};
+        EXPECT_FALSE(refused);
+        EXPECT_EQ(refused.holder(), "scoped");
+    }
+    EXPECT_EQ(store.get("scoped").holder, ""); // released by the destructor
+}
+
+} // namespace
+} // namespace pglease::test
