@@ -31,6 +31,13 @@ elector::elector(elector_config config, std::unique_ptr<backend> db, const clock
     , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_config.connection)}
     , m_election{*m_db, m_config, m_clock}
 {
+}
+
+void elector::start()
+{
+    const std::lock_guard lock{m_mutex};
+    if (m_thread.joinable() || m_stopping.load())
+        return;
     m_thread = std::thread{[this] { run(); }};
 }
 
@@ -46,8 +53,14 @@ void elector::stop() noexcept
             m_source->request_stop();
     }
     m_db->interrupt();
-    if (m_thread.joinable() && m_thread.get_id() != std::this_thread::get_id())
-        m_thread.join();
+    std::unique_lock lock{m_mutex};
+    // From the elector's own thread (a callback) just ask: the owner's
+    // destructor joins.
+    if (!m_thread.joinable() || m_thread.get_id() == std::this_thread::get_id())
+        return;
+    std::thread loop = std::move(m_thread);
+    lock.unlock();
+    loop.join();
 }
 
 fence_token elector::token() const

@@ -83,6 +83,7 @@ TEST(elector_fake, leads_calls_back_and_releases_on_stop)
     fake_store store{system_clock()};
     recorder r;
     auto e = std::make_unique<elector>(fast_config("one", r), std::make_unique<fake_backend>(store));
+    e->start();
     ASSERT_TRUE(r.wait([&] { return r.started == 1; }));
     EXPECT_TRUE(e->leading());
     EXPECT_EQ(e->epoch(), r.epoch);
@@ -107,8 +108,10 @@ TEST(elector_fake, one_leader_at_a_time_and_quick_handover_on_release)
     recorder r1;
     recorder r2;
     auto e1 = std::make_unique<elector>(fast_config("one", r1), std::make_unique<fake_backend>(store));
+    e1->start();
     ASSERT_TRUE(r1.wait([&] { return r1.started == 1; }));
     elector e2{fast_config("two", r2), std::make_unique<fake_backend>(store)};
+    e2.start();
     ASSERT_TRUE(r2.wait([&] { return !r2.leaders.empty(); }));
     EXPECT_EQ(r2.leaders.front(), "one");
 
@@ -133,6 +136,7 @@ TEST(elector_fake, reported_fence_loss_ends_the_term_at_once)
     fake_store store{system_clock()};
     recorder r;
     elector e{fast_config("one", r), std::make_unique<fake_backend>(store)};
+    e.start();
     ASSERT_TRUE(r.wait([&] { return r.started == 1; }));
     const auto at = steady::now();
     e.report_lost(r.epoch);
@@ -150,6 +154,7 @@ TEST(elector_fake, stuck_renewal_stop_token_fires_at_the_local_deadline)
     auto owned = std::make_unique<fake_backend>(store);
     fake_backend& db = *owned;
     elector e{fast_config("one", r), std::move(owned)};
+    e.start();
     ASSERT_TRUE(r.wait([&] { return r.started == 1; }));
     db.hang(1500ms); // every call now blocks for 1.5 s
     const auto from = steady::now();
@@ -168,6 +173,7 @@ TEST(elector_fake, failing_leader_work_resigns_and_reports)
     recorder r;
     r.throw_in_work = true;
     elector e{fast_config("one", r), std::make_unique<fake_backend>(store)};
+    e.start();
     ASSERT_TRUE(r.wait([&] { return r.stopped >= 1; }));
     EXPECT_GE(r.started, r.stopped);
     ASSERT_TRUE(r.wait([&] { return r.started >= 2; })); // it campaigns again

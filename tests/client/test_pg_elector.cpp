@@ -85,6 +85,7 @@ TEST_F(pg_elector, follower_takes_over_within_ttl_plus_retry_when_the_leader_die
     child_process leader{[&](const auto& say, int) {
         observer o;
         elector e{short_config(name, o, "failover-leader")};
+        e.start();
         while (o.started == 0)
             std::this_thread::sleep_for(10ms);
         say("leading " + std::to_string(o.epoch.load()) + " " + e.identity());
@@ -98,6 +99,7 @@ TEST_F(pg_elector, follower_takes_over_within_ttl_plus_retry_when_the_leader_die
 
     observer o;
     elector follower{short_config(name, o, "failover-follower")};
+    follower.start();
     ASSERT_TRUE(eventually([&] { return !o.leader().empty(); }, 5s));
     EXPECT_NE(o.leader(), follower.identity());
     std::this_thread::sleep_for(1s);
@@ -124,6 +126,7 @@ TEST_F(pg_elector, paused_leader_is_fenced_and_steps_down_after_sigcont)
     child_process leader{[&](const auto& say, int from_parent) {
         observer o;
         elector e{short_config(name, o, "paused-leader")};
+        e.start();
         pqxx::connection app{""};
         const std::string insert =
             "INSERT INTO " + app.quote_name(table) + " (note) VALUES ('old leader')";
@@ -166,6 +169,7 @@ TEST_F(pg_elector, paused_leader_is_fenced_and_steps_down_after_sigcont)
 
     observer o;
     elector follower{short_config(name, o, "paused-follower")};
+    follower.start();
     ASSERT_TRUE(eventually([&] { return o.started > 0; }, 5s));
     EXPECT_GT(o.epoch.load(), old_epoch);
 
@@ -190,8 +194,10 @@ TEST_F(pg_elector, terminated_renew_session_reconnects_or_steps_down_never_two_l
     observer oa;
     observer ob;
     elector a{short_config(name, oa, app_a)};
+    a.start();
     ASSERT_TRUE(eventually([&] { return a.leading(); }, 5s));
     elector b{short_config(name, ob, unique_name("term_b"))};
+    b.start();
     ASSERT_TRUE(eventually([&] { return !ob.leader().empty(); }, 5s));
     const auto epoch = a.epoch();
 
@@ -203,6 +209,8 @@ TEST_F(pg_elector, terminated_renew_session_reconnects_or_steps_down_never_two_l
             std::this_thread::sleep_for(2ms);
         }
     }
+    std::cout << "[ info ] after 3 terminations the leader "
+              << (a.leading() ? "reconnected and kept its epoch" : "stepped down") << "\n";
     if (a.leading()) {
         // It reconnected and renewed the very same epoch in time.
         EXPECT_EQ(a.epoch(), epoch);
@@ -237,8 +245,10 @@ TEST_F(pg_elector, stop_releases_and_a_follower_leads_at_once)
     cfg_b.identity = default_identity();
     cfg_b.callbacks = ob.callbacks();
     auto a = std::make_unique<elector>(cfg_a);
+    a->start();
     ASSERT_TRUE(eventually([&] { return a->leading(); }, 5s));
     elector b{cfg_b};
+    b.start();
     ASSERT_TRUE(eventually([&] { return !ob.leader().empty(); }, 5s));
     std::this_thread::sleep_for(200ms);
 
@@ -261,6 +271,7 @@ TEST_F(pg_elector, fence_rejection_ends_the_term_at_once)
     auto cfg = short_config(name, o, "revoked-leader");
     cfg.connection.listen = false; // learn of the revoke from the fence only
     elector e{cfg};
+    e.start();
     ASSERT_TRUE(eventually([&] { return e.leading(); }, 5s));
     pqxx::connection app{""};
     const std::string insert = "INSERT INTO " + app.quote_name(table) + " (note) VALUES ('x')";

@@ -20,7 +20,9 @@
 namespace pglease {
 
 /// Campaigns for a lease on a thread and a connection of its own, and
-/// calls back when this process starts and stops leading.
+/// calls back when this process starts and stops leading. Construct (which
+/// validates), then start() (like client-go's NewLeaderElector, then Run),
+/// so callbacks may use the object; the destructor stops.
 ///
 /// Guarantees:
 /// - Renewal never waits for application work: it has its own thread and
@@ -50,12 +52,14 @@ namespace pglease {
 ///           elector->run_fenced(app, [](pqxx::work& tx) { tx.exec0("..."); });
 ///   };
 ///   cfg.callbacks.on_stopped_leading = [] { std::puts("not leading"); };
-///   pglease::elector e{cfg};   // campaigns until destroyed
+///   pglease::elector e{cfg};
+///   elector = &e;
+///   e.start();                 // campaigns until stop() or destruction
 /// @endcode
 class elector {
 public:
-    /// Validates @p config (config_error) and starts campaigning over a
-    /// pq_backend built from config.connection.
+    /// Validates @p config (config_error); will campaign over a pq_backend
+    /// built from config.connection once start() is called. No I/O yet.
     explicit elector(elector_config config);
 
     /// The same over an injected backend and clock (tests); the clock must
@@ -71,8 +75,13 @@ public:
     /// stop().
     ~elector();
 
+    /// Starts campaigning on the elector's thread. Idempotent; no effect
+    /// after stop().
+    void start();
+
     /// Ends the term (if any), releases, calls on_stopped_leading, joins.
-    /// Idempotent. Must not be called from a callback.
+    /// Idempotent. Must not be called from a callback (it would wait for
+    /// the callback itself).
     void stop() noexcept;
 
     /// True while this process leads (and before the local deadline). No I/O.
@@ -126,7 +135,7 @@ private:
     std::thread m_worker;
     std::atomic<bool> m_stopping{false};
     std::atomic<bool> m_work_failed{false};
-    std::thread m_thread; ///< last: starts after everything above exists
+    std::thread m_thread; ///< the campaign loop (start() .. stop())
 };
 
 } // namespace pglease
