@@ -2,9 +2,9 @@
 /// @brief A minimal leader-elected worker: run several copies, exactly one
 /// does the work at a time, and its writes are fenced.
 ///
-///   psql -c "CREATE TABLE ticks (id bigserial PRIMARY KEY, epoch bigint, at timestamptz DEFAULT now())"
-///   psql -c "SELECT lease_fence('ticks', 'ticker')"
-///   PGHOST=... ./pglease_leader_worker ticker      # start two or three of these
+///   psql -c "CREATE TABLE ticks (id bigserial PRIMARY KEY, epoch bigint, at timestamptz DEFAULT
+///   now())" psql -c "SELECT lease_fence('ticks', 'ticker')" PGHOST=... ./pglease_leader_worker
+///   ticker      # start two or three of these
 ///
 /// Connection settings come from the PG* environment (or PGLEASE_CONNINFO).
 /// SIGINT / SIGTERM: stop, release the lease (a follower takes over at once).
@@ -16,8 +16,7 @@
 #include <cstdlib>
 #include <iostream>
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     const std::string lease = argc > 1 ? argv[1] : "ticker";
     const char* conninfo = std::getenv("PGLEASE_CONNINFO");
 
@@ -34,7 +33,7 @@ int main(int argc, char** argv)
     config.connection.application_name = "pglease-example";
 
     pglease::elector* self = nullptr; // set below, before start()
-    config.callbacks.on_started_leading = [&](std::int64_t epoch, pglease::stop_token stop) {
+    config.callbacks.on_started_leading = [&](std::int64_t epoch, const pglease::stop_token& stop) {
         std::cout << "leading with epoch " << epoch << std::endl;
         pqxx::connection app{config.connection.conninfo}; // the work's own connection
         while (!stop.wait_for(std::chrono::seconds{1})) {

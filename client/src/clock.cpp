@@ -7,22 +7,19 @@ namespace {
 
 class steady_source final : public clock {
 public:
-    [[nodiscard]] time_point now() const noexcept override
-    {
+    [[nodiscard]] time_point now() const noexcept override {
         return std::chrono::steady_clock::now();
     }
 };
 
 } // namespace
 
-const clock& system_clock() noexcept
-{
+const clock& system_clock() noexcept {
     static const steady_source instance;
     return instance;
 }
 
-std::chrono::steady_clock::time_point to_steady(const clock& c, clock::time_point t) noexcept
-{
+std::chrono::steady_clock::time_point to_steady(const clock& c, clock::time_point t) noexcept {
     if (&c == &system_clock())
         return t;
     if (t == clock::time_point::max())

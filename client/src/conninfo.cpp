@@ -12,8 +12,7 @@
 
 namespace pglease::detail {
 
-std::string quote_conninfo_value(const std::string& value)
-{
+std::string quote_conninfo_value(const std::string& value) {
     std::string out{"'"};
     for (const char c : value) {
         if (c == '\'' || c == '\\')
@@ -24,8 +23,7 @@ std::string quote_conninfo_value(const std::string& value)
     return out;
 }
 
-std::string build_conninfo(const connection_options& options)
-{
+std::string build_conninfo(const connection_options& options) {
     char* message = nullptr;
     const std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> parsed{
         PQconninfoParse(options.conninfo.c_str(), &message), &PQconninfoFree};

@@ -12,33 +12,28 @@ namespace {
 constexpr std::chrono::milliseconds min_gap{1};
 } // namespace
 
-election::election(backend& db, const elector_config& config, const clock& clk,
-                   std::uint64_t seed)
+election::election(backend& db, const elector_config& config, const clock& clk, std::uint64_t seed)
     : m_config{config}
     , m_clock{clk}
     , m_lease{db, config.lease_name, config.to_lease_options(), clk}
     , m_rng{seed}
-    , m_next{clk.now()}
-{
+    , m_next{clk.now()} {
     m_lease.set_schema(config.connection.schema);
 }
 
-clock::duration election::jittered_retry()
-{
+clock::duration election::jittered_retry() {
     std::uniform_real_distribution<double> factor{1.0, m_config.jitter_factor};
     const double ns = std::chrono::duration<double, std::nano>(m_config.retry_period).count();
     return std::chrono::duration_cast<clock::duration>(
         std::chrono::duration<double, std::nano>{ns * factor(m_rng)});
 }
 
-std::string election::leader() const
-{
+std::string election::leader() const {
     const std::lock_guard lock{m_mutex};
     return m_leader;
 }
 
-void election::observe(std::vector<election_event>& events, const std::string& holder)
-{
+void election::observe(std::vector<election_event>& events, const std::string& holder) {
     {
         const std::lock_guard lock{m_mutex};
         if (holder.empty() || holder == m_leader)
@@ -51,8 +46,7 @@ void election::observe(std::vector<election_event>& events, const std::string& h
     events.push_back(std::move(e));
 }
 
-void election::end_term(std::vector<election_event>& events, step_down_reason why)
-{
+void election::end_term(std::vector<election_event>& events, step_down_reason why) {
     m_lease.mark_lost();
     m_leading.store(false);
     election_event e;
@@ -62,8 +56,7 @@ void election::end_term(std::vector<election_event>& events, step_down_reason wh
     events.push_back(std::move(e));
 }
 
-std::vector<election_event> election::step()
-{
+std::vector<election_event> election::step() {
     std::vector<election_event> events;
     const auto now = m_clock.now();
 
@@ -127,8 +120,7 @@ std::vector<election_event> election::step()
     return events;
 }
 
-std::vector<election_event> election::resign(bool release)
-{
+std::vector<election_event> election::resign(bool release) {
     std::vector<election_event> events;
     if (!m_leading.load())
         return events;

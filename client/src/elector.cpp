@@ -11,8 +11,7 @@
 namespace pglease {
 namespace {
 
-elector_config checked(elector_config config)
-{
+elector_config checked(elector_config config) {
     config.validate();
     config.connection.call_timeout = std::min(config.connection.call_timeout, config.retry_period);
     return config;
@@ -21,30 +20,26 @@ elector_config checked(elector_config config)
 } // namespace
 
 elector::elector(elector_config config)
-    : elector{std::move(config), nullptr, system_clock()}
-{
-}
+    : elector{std::move(config), nullptr, system_clock()} {}
 
 elector::elector(elector_config config, std::unique_ptr<backend> db, const clock& clk)
     : m_config{checked(std::move(config))}
     , m_clock{clk}
     , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_config.connection)}
-    , m_election{*m_db, m_config, m_clock}
-{
-}
+    , m_election{*m_db, m_config, m_clock} {}
 
-void elector::start()
-{
+void elector::start() {
     const std::lock_guard lock{m_mutex};
     if (m_thread.joinable() || m_stopping.load())
         return;
     m_thread = std::thread{[this] { run(); }};
 }
 
-elector::~elector() { stop(); }
+elector::~elector() {
+    stop();
+}
 
-void elector::stop() noexcept
-{
+void elector::stop() noexcept {
     m_stopping.store(true);
     {
         // Tell leader work first, so it can wind down while we wake the loop.
@@ -63,15 +58,13 @@ void elector::stop() noexcept
     loop.join();
 }
 
-fence_token elector::token() const
-{
+fence_token elector::token() const {
     if (!m_election.leading())
         throw lease_lost{"not leading lease \"" + m_config.lease_name + "\""};
     return m_election.current().token();
 }
 
-void elector::report_lost(std::int64_t epoch) noexcept
-{
+void elector::report_lost(std::int64_t epoch) noexcept {
     if (m_election.current().epoch() != epoch)
         return;
     m_election.current().mark_lost();
@@ -83,8 +76,7 @@ void elector::report_lost(std::int64_t epoch) noexcept
     m_db->interrupt(); // the loop ends the term and calls on_stopped_leading
 }
 
-void elector::start_term(std::int64_t epoch)
-{
+void elector::start_term(std::int64_t epoch) {
     join_worker(); // the previous term's work returned (it was told to stop)
     stop_token token;
     {
@@ -106,8 +98,7 @@ void elector::start_term(std::int64_t epoch)
     }};
 }
 
-void elector::end_term()
-{
+void elector::end_term() {
     {
         const std::lock_guard lock{m_mutex};
         if (m_source)
@@ -120,14 +111,12 @@ void elector::end_term()
     }
 }
 
-void elector::join_worker() noexcept
-{
+void elector::join_worker() noexcept {
     if (m_worker.joinable())
         m_worker.join();
 }
 
-void elector::dispatch(const std::vector<election_event>& events)
-{
+void elector::dispatch(const std::vector<election_event>& events) {
     for (const election_event& e : events) {
         switch (e.what) {
         case election_event::kind::started_leading:
@@ -149,8 +138,7 @@ void elector::dispatch(const std::vector<election_event>& events)
     }
 }
 
-void elector::run() noexcept
-{
+void elector::run() noexcept {
     (void)m_db->listen();
     while (!m_stopping.load()) {
         try {

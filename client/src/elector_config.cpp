@@ -10,22 +10,19 @@ namespace pglease {
 
 using std::chrono::milliseconds;
 
-milliseconds elector_config::effective_safety_margin() const noexcept
-{
+milliseconds elector_config::effective_safety_margin() const noexcept {
     if (safety_margin)
         return *safety_margin;
     return std::min(ttl / 10, milliseconds{1000});
 }
 
-milliseconds elector_config::renew_interval() const noexcept
-{
+milliseconds elector_config::renew_interval() const noexcept {
     const auto jittered = milliseconds{
         static_cast<milliseconds::rep>(static_cast<double>(retry_period.count()) * jitter_factor)};
     return std::max(std::min(ttl / 3, renew_deadline - jittered), milliseconds{1});
 }
 
-void elector_config::validate() const
-{
+void elector_config::validate() const {
     validate_lease_name(lease_name);
     if (identity.empty())
         throw config_error{"identity must not be empty"};
@@ -52,8 +49,7 @@ void elector_config::validate() const
         throw config_error{"on_stopped_leading callback is required"};
 }
 
-lease_options elector_config::to_lease_options() const
-{
+lease_options elector_config::to_lease_options() const {
     lease_options o;
     o.identity = identity;
     o.ttl = ttl;

@@ -4,8 +4,7 @@
 
 namespace pglease {
 
-bool is_connection_sqlstate(const std::string& sqlstate) noexcept
-{
+bool is_connection_sqlstate(const std::string& sqlstate) noexcept {
     if (sqlstate.size() != 5)
         return false;
     // Class 08: connection exception. 57P01 admin_shutdown (e.g.
@@ -14,8 +13,7 @@ bool is_connection_sqlstate(const std::string& sqlstate) noexcept
            sqlstate == "57P03";
 }
 
-void throw_for_sqlstate(const std::string& what, const std::string& sqlstate)
-{
+void throw_for_sqlstate(const std::string& what, const std::string& sqlstate) {
     if (sqlstate == "LS001" || sqlstate == "LS002")
         throw fence_rejected{what, sqlstate};
     if (sqlstate == "LS003")

@@ -4,20 +4,20 @@
 
 #include <pqxx/except>
 
+#include <utility>
+
 namespace pglease::detail {
 
-void declare_token(pqxx::transaction_base& tx, const fence_token& token)
-{
+void declare_token(pqxx::transaction_base& tx, const fence_token& token) {
     std::string fn = "lease_use";
     if (!token.schema.empty())
         fn = tx.conn().quote_name(token.schema) + "." + fn;
     tx.exec_params("SELECT " + fn + "($1, $2)", token.lease_name, token.epoch);
 }
 
-void rethrow_fenced(std::exception_ptr ep, bool committing)
-{
+void rethrow_fenced(std::exception_ptr ep, bool committing) {
     try {
-        std::rethrow_exception(ep);
+        std::rethrow_exception(std::move(ep));
     } catch (const error&) {
         throw;
     } catch (const pqxx::in_doubt_error& e) {

@@ -10,8 +10,7 @@
 
 namespace pglease {
 
-std::string default_identity()
-{
+std::string default_identity() {
     std::array<char, 256> host{};
     if (::gethostname(host.data(), host.size() - 1) != 0)
         host[0] = '\0';

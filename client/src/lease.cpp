@@ -13,20 +13,20 @@ constexpr std::chrono::milliseconds min_wait{1};
 } // namespace
 
 lease::lease(backend& db, std::string name, lease_options options, const clock& clk)
-    : m_db{db}, m_clock{clk}, m_name{std::move(name)}, m_options{std::move(options)}
-{
+    : m_db{db}
+    , m_clock{clk}
+    , m_name{std::move(name)}
+    , m_options{std::move(options)} {
     validate_lease_name(m_name);
     m_options.validate();
 }
 
-lease::rep lease::deadline_after(clock::time_point sent) const noexcept
-{
+lease::rep lease::deadline_after(clock::time_point sent) const noexcept {
     const auto d = sent + m_options.ttl - m_options.effective_safety_margin();
     return d.time_since_epoch().count();
 }
 
-bool lease::acquire()
-{
+bool lease::acquire() {
     // 1. Take the time before sending: the server starts the ttl later than
     //    this, so sent + ttl can only be earlier than its expiry.
     const auto sent = m_clock.now();
@@ -56,8 +56,7 @@ bool lease::acquire()
     return true;
 }
 
-bool lease::acquire_for(std::chrono::milliseconds timeout)
-{
+bool lease::acquire_for(std::chrono::milliseconds timeout) {
     const auto end = m_clock.now() + timeout;
     // Subscribe before the first try, so a release between our try and our
     // wait is not missed (notifications queue on the session).
@@ -85,8 +84,7 @@ bool lease::acquire_for(std::chrono::milliseconds timeout)
     }
 }
 
-bool lease::renew()
-{
+bool lease::renew() {
     const std::int64_t epoch = m_epoch.load();
     rep before = m_deadline.load();
     if (epoch == 0 || before == lost)
@@ -105,8 +103,7 @@ bool lease::renew()
     return true;
 }
 
-bool lease::release()
-{
+bool lease::release() {
     const std::int64_t epoch = m_epoch.load();
     if (epoch == 0)
         return false;
@@ -114,39 +111,35 @@ bool lease::release()
     return m_db.release(m_name, m_options.identity, epoch);
 }
 
-void lease::mark_lost() noexcept { m_deadline.store(lost); }
+void lease::mark_lost() noexcept {
+    m_deadline.store(lost);
+}
 
-bool lease::held() const noexcept
-{
+bool lease::held() const noexcept {
     return m_clock.now().time_since_epoch().count() < m_deadline.load();
 }
 
-clock::time_point lease::deadline() const noexcept
-{
+clock::time_point lease::deadline() const noexcept {
     const rep d = m_deadline.load();
     return d == lost ? clock::time_point::min() : clock::time_point{clock::duration{d}};
 }
 
-clock::time_point lease::renewed_at() const noexcept
-{
+clock::time_point lease::renewed_at() const noexcept {
     const rep r = m_renewed_at.load();
     return r == lost ? clock::time_point::min() : clock::time_point{clock::duration{r}};
 }
 
-std::string lease::holder() const
-{
+std::string lease::holder() const {
     const std::lock_guard lock{m_mutex};
     return m_holder;
 }
 
-std::optional<clock::time_point> lease::expiry_hint() const
-{
+std::optional<clock::time_point> lease::expiry_hint() const {
     const std::lock_guard lock{m_mutex};
     return m_expiry_hint;
 }
 
-fence_token lease::token() const
-{
+fence_token lease::token() const {
     const std::int64_t epoch = m_epoch.load();
     if (!held())
         throw lease_lost{"lease \"" + m_name + "\" is not held by " + m_options.identity +

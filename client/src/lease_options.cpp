@@ -6,8 +6,7 @@
 
 namespace pglease {
 
-void validate_lease_name(const std::string& name)
-{
+void validate_lease_name(const std::string& name) {
     if (name.empty())
         throw config_error{"lease name must not be empty"};
     if (name.size() > 255)
@@ -16,8 +15,7 @@ void validate_lease_name(const std::string& name)
         throw config_error{"lease name must not contain a NUL byte"};
 }
 
-void lease_options::validate() const
-{
+void lease_options::validate() const {
     if (identity.empty())
         throw config_error{"identity must not be empty"};
     if (identity.size() > 255)

@@ -22,12 +22,10 @@ namespace {
 class receiver final : public pqxx::notification_receiver {
 public:
     receiver(pqxx::connection_base& conn, std::set<std::string>& sink)
-        : pqxx::notification_receiver{conn, "pg_lease"}, m_sink{sink}
-    {
-    }
+        : pqxx::notification_receiver{conn, "pg_lease"}
+        , m_sink{sink} {}
 
-    void operator()(const std::string& payload, int /*backend_pid*/) override
-    {
+    void operator()(const std::string& payload, int /*backend_pid*/) override {
         try {
             m_sink.insert(nlohmann::json::parse(payload).at("name").get<std::string>());
         } catch (const std::exception&) {
@@ -39,13 +37,11 @@ private:
     std::set<std::string>& m_sink;
 };
 
-std::string interval_text(std::chrono::milliseconds ttl)
-{
+std::string interval_text(std::chrono::milliseconds ttl) {
     return std::to_string(ttl.count()) + " milliseconds";
 }
 
-std::optional<std::chrono::microseconds> micros(const pqxx::field& f)
-{
+std::optional<std::chrono::microseconds> micros(const pqxx::field& f) {
     if (f.is_null())
         return std::nullopt;
     return std::chrono::microseconds{std::max<long long>(f.as<long long>(), 0)};
@@ -57,13 +53,13 @@ class pq_backend::wakeup : public detail::wakeup_pipe {};
 
 /// One open session; the receiver is declared last so it goes first.
 struct pq_backend::session {
-    explicit session(const std::string& conninfo) : conn{conninfo} {}
+    explicit session(const std::string& conninfo)
+        : conn{conninfo} {}
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) = delete;
     session& operator=(session&&) = delete;
-    ~session()
-    {
+    ~session() {
         conn.disconnect(); // no UNLISTEN round trip on a dying session
         listener.reset();
     }
@@ -75,22 +71,27 @@ struct pq_backend::session {
 pq_backend::pq_backend(connection_options options)
     : m_options{std::move(options)}
     , m_conninfo{detail::build_conninfo(m_options)}
-    , m_wakeup{std::make_unique<wakeup>()}
-{
-}
+    , m_wakeup{std::make_unique<wakeup>()} {}
 
 pq_backend::~pq_backend() = default;
 
-bool pq_backend::connected() const noexcept { return m_session && m_session->conn.is_open(); }
+bool pq_backend::connected() const noexcept {
+    return m_session && m_session->conn.is_open();
+}
 
-int pq_backend::server_pid() const noexcept { return m_session ? m_session->conn.backendpid() : 0; }
+int pq_backend::server_pid() const noexcept {
+    return m_session ? m_session->conn.backendpid() : 0;
+}
 
-void pq_backend::connect() { (void)live(); }
+void pq_backend::connect() {
+    (void)live();
+}
 
-void pq_backend::drop() noexcept { m_session.reset(); }
+void pq_backend::drop() noexcept {
+    m_session.reset();
+}
 
-std::string pq_backend::fn(const char* name) const
-{
+std::string pq_backend::fn(const char* name) const {
     if (m_options.schema.empty())
         return name;
     std::string quoted{'"'};
@@ -102,8 +103,7 @@ std::string pq_backend::fn(const char* name) const
     return quoted + "\"." + name;
 }
 
-pq_backend::session& pq_backend::live()
-{
+pq_backend::session& pq_backend::live() {
     if (m_session && m_session->conn.is_open())
         return *m_session;
     const bool reconnect = static_cast<bool>(m_session);
@@ -134,8 +134,7 @@ pq_backend::session& pq_backend::live()
 }
 
 template <typename F>
-auto pq_backend::call(const char* what, F&& body)
-{
+auto pq_backend::call(const char* what, F&& body) {
     session& s = live();
     const std::string prefix = std::string{what} + ": ";
     try {
@@ -162,8 +161,7 @@ auto pq_backend::call(const char* what, F&& body)
 }
 
 acquire_reply pq_backend::acquire(const std::string& name, const std::string& holder,
-                                  std::chrono::milliseconds ttl)
-{
+                                  std::chrono::milliseconds ttl) {
     const std::string sql =
         "SELECT r.acquired, r.epoch, coalesce(r.holder, ''), "
         "(extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000000)::bigint FROM " +
@@ -182,8 +180,7 @@ acquire_reply pq_backend::acquire(const std::string& name, const std::string& ho
 std::optional<std::chrono::microseconds> pq_backend::renew(const std::string& name,
                                                            const std::string& holder,
                                                            std::int64_t epoch,
-                                                           std::chrono::milliseconds ttl)
-{
+                                                           std::chrono::milliseconds ttl) {
     const std::string sql =
         "SELECT (extract(epoch FROM (e - clock_timestamp())) * 1000000)::bigint FROM " +
         fn("lease_renew") + "($1, $2, $3, $4::interval) AS e";
@@ -192,24 +189,20 @@ std::optional<std::chrono::microseconds> pq_backend::renew(const std::string& na
     });
 }
 
-bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch)
-{
+bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {
     const std::string sql = "SELECT " + fn("lease_release") + "($1, $2, $3)";
     return call("lease_release", [&](pqxx::nontransaction& tx) {
         return tx.exec_params1(sql, name, holder, epoch)[0].as<bool>();
     });
 }
 
-bool pq_backend::revoke(const std::string& name)
-{
+bool pq_backend::revoke(const std::string& name) {
     const std::string sql = "SELECT " + fn("lease_revoke") + "($1)";
-    return call("lease_revoke", [&](pqxx::nontransaction& tx) {
-        return tx.exec_params1(sql, name)[0].as<bool>();
-    });
+    return call("lease_revoke",
+                [&](pqxx::nontransaction& tx) { return tx.exec_params1(sql, name)[0].as<bool>(); });
 }
 
-std::optional<lease_record> pq_backend::status(const std::string& name)
-{
+std::optional<lease_record> pq_backend::status(const std::string& name) {
     const std::string sql =
         "SELECT name, coalesce(holder, ''), epoch, coalesce(valid, false), "
         "greatest(coalesce((extract(epoch FROM remaining) * 1000000)::bigint, 0), 0) FROM " +
@@ -228,8 +221,7 @@ std::optional<lease_record> pq_backend::status(const std::string& name)
     });
 }
 
-bool pq_backend::listen()
-{
+bool pq_backend::listen() {
     if (!m_options.listen)
         return false;
     m_listen_wanted = true;
@@ -243,8 +235,7 @@ bool pq_backend::listen()
     }
 }
 
-bool pq_backend::wait_for_change(const std::string& name, clock::time_point until) noexcept
-{
+bool pq_backend::wait_for_change(const std::string& name, clock::time_point until) noexcept {
     const auto consume = [&] {
         const bool hit = m_changed.erase(name) + m_changed.erase("*") > 0;
         if (m_changed.size() > 1024)
@@ -281,6 +272,8 @@ bool pq_backend::wait_for_change(const std::string& name, clock::time_point unti
     }
 }
 
-void pq_backend::interrupt() noexcept { m_wakeup->signal(); }
+void pq_backend::interrupt() noexcept {
+    m_wakeup->signal();
+}
 
 } // namespace pglease

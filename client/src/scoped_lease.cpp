@@ -11,16 +11,16 @@ namespace pglease {
 
 scoped_lease::scoped_lease(const connection_options& connection, std::string name,
                            lease_options options, std::chrono::milliseconds wait)
-    : scoped_lease{std::make_unique<pq_backend>(connection), std::move(name),
-                   std::move(options), wait}
-{
+    : scoped_lease{std::make_unique<pq_backend>(connection), std::move(name), std::move(options),
+                   wait} {
     m_lease.set_schema(connection.schema);
 }
 
 scoped_lease::scoped_lease(std::unique_ptr<backend> db, std::string name, lease_options options,
                            std::chrono::milliseconds wait, const clock& clk)
-    : m_clock{clk}, m_db{std::move(db)}, m_lease{*m_db, std::move(name), std::move(options), clk}
-{
+    : m_clock{clk}
+    , m_db{std::move(db)}
+    , m_lease{*m_db, std::move(name), std::move(options), clk} {
     bool got = false;
     try {
         got = wait > std::chrono::milliseconds::zero() ? m_lease.acquire_for(wait)
@@ -32,10 +32,11 @@ scoped_lease::scoped_lease(std::unique_ptr<backend> db, std::string name, lease_
         m_thread = std::thread{[this] { renew_loop(); }};
 }
 
-scoped_lease::~scoped_lease() { release(); }
+scoped_lease::~scoped_lease() {
+    release();
+}
 
-void scoped_lease::renew_loop() noexcept
-{
+void scoped_lease::renew_loop() noexcept {
     const auto ttl = m_lease.options().ttl;
     const auto retry = std::max(ttl / 10, std::chrono::milliseconds{1});
     auto next = m_lease.renewed_at() + ttl / 3;
@@ -62,8 +63,7 @@ void scoped_lease::renew_loop() noexcept
     }
 }
 
-void scoped_lease::release() noexcept
-{
+void scoped_lease::release() noexcept {
     {
         const std::lock_guard lock{m_mutex};
         if (m_released)

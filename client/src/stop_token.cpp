@@ -13,10 +13,10 @@ namespace pglease {
 namespace detail {
 
 struct stop_state {
-    explicit stop_state(const clock& c) : clk{c} {}
+    explicit stop_state(const clock& c)
+        : clk{c} {}
 
-    [[nodiscard]] bool stopped() const noexcept
-    {
+    [[nodiscard]] bool stopped() const noexcept {
         return requested.load() || clk.now().time_since_epoch().count() >= deadline.load();
     }
 
@@ -29,16 +29,16 @@ struct stop_state {
 
 } // namespace detail
 
-bool stop_token::stop_requested() const noexcept { return m_state && m_state->stopped(); }
+bool stop_token::stop_requested() const noexcept {
+    return m_state && m_state->stopped();
+}
 
-bool stop_token::wait_for(std::chrono::nanoseconds timeout) const
-{
+bool stop_token::wait_for(std::chrono::nanoseconds timeout) const {
     const clock& clk = m_state ? m_state->clk : system_clock();
     return wait_until(clk.now() + std::chrono::duration_cast<clock::duration>(timeout));
 }
 
-bool stop_token::wait_until(clock::time_point until) const
-{
+bool stop_token::wait_until(clock::time_point until) const {
     if (!m_state) {
         std::this_thread::sleep_until(to_steady(system_clock(), until));
         return false;
@@ -59,12 +59,14 @@ bool stop_token::wait_until(clock::time_point until) const
     }
 }
 
-void stop_token::wait() const { (void)wait_until(clock::time_point::max()); }
+void stop_token::wait() const {
+    (void)wait_until(clock::time_point::max());
+}
 
-stop_source::stop_source(const clock& clk) : m_state{std::make_shared<detail::stop_state>(clk)} {}
+stop_source::stop_source(const clock& clk)
+    : m_state{std::make_shared<detail::stop_state>(clk)} {}
 
-void stop_source::request_stop() noexcept
-{
+void stop_source::request_stop() noexcept {
     {
         const std::lock_guard lock{m_state->mutex};
         m_state->requested.store(true);
@@ -72,8 +74,7 @@ void stop_source::request_stop() noexcept
     m_state->cv.notify_all();
 }
 
-void stop_source::set_deadline(clock::time_point deadline) noexcept
-{
+void stop_source::set_deadline(clock::time_point deadline) noexcept {
     m_state->deadline.store(deadline.time_since_epoch().count());
     m_state->cv.notify_all();
 }

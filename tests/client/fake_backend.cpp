@@ -11,15 +11,13 @@ namespace pglease::test {
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
 
-void fake_store::notify(const std::string& name)
-{
+void fake_store::notify(const std::string& name) {
     m_log.push_back(name);
     m_cv.notify_all();
 }
 
 acquire_reply fake_store::acquire(const std::string& name, const std::string& holder,
-                                  std::chrono::milliseconds ttl)
-{
+                                  std::chrono::milliseconds ttl) {
     const std::lock_guard lock{m_mutex};
     row& r = m_rows[name];
     const auto now = m_clock.now();
@@ -38,8 +36,7 @@ acquire_reply fake_store::acquire(const std::string& name, const std::string& ho
 }
 
 std::optional<microseconds> fake_store::renew(const std::string& name, const std::string& holder,
-                                              std::int64_t epoch, std::chrono::milliseconds ttl)
-{
+                                              std::int64_t epoch, std::chrono::milliseconds ttl) {
     const std::lock_guard lock{m_mutex};
     row& r = m_rows[name];
     if (!valid(r) || r.holder != holder || r.epoch != epoch)
@@ -48,8 +45,7 @@ std::optional<microseconds> fake_store::renew(const std::string& name, const std
     return ttl;
 }
 
-bool fake_store::release(const std::string& name, const std::string& holder, std::int64_t epoch)
-{
+bool fake_store::release(const std::string& name, const std::string& holder, std::int64_t epoch) {
     const std::lock_guard lock{m_mutex};
     row& r = m_rows[name];
     if (r.holder != holder || r.epoch != epoch)
@@ -59,8 +55,7 @@ bool fake_store::release(const std::string& name, const std::string& holder, std
     return true;
 }
 
-bool fake_store::revoke(const std::string& name)
-{
+bool fake_store::revoke(const std::string& name) {
     const std::lock_guard lock{m_mutex};
     row& r = m_rows[name];
     if (r.holder.empty())
@@ -70,8 +65,7 @@ bool fake_store::revoke(const std::string& name)
     return true;
 }
 
-std::optional<lease_record> fake_store::status(const std::string& name)
-{
+std::optional<lease_record> fake_store::status(const std::string& name) {
     const std::lock_guard lock{m_mutex};
     const auto it = m_rows.find(name);
     if (it == m_rows.end())
@@ -86,21 +80,18 @@ std::optional<lease_record> fake_store::status(const std::string& name)
     return rec;
 }
 
-fake_store::row fake_store::get(const std::string& name)
-{
+fake_store::row fake_store::get(const std::string& name) {
     const std::lock_guard lock{m_mutex};
     return m_rows[name];
 }
 
-std::size_t fake_store::log_size()
-{
+std::size_t fake_store::log_size() {
     const std::lock_guard lock{m_mutex};
     return m_log.size();
 }
 
 bool fake_store::consume(const std::string& name, std::size_t& cursor, bool real_wait,
-                         clock::time_point until, const std::function<bool()>& stop)
-{
+                         clock::time_point until, const std::function<bool()>& stop) {
     std::unique_lock lock{m_mutex};
     const auto hit = [&] {
         for (std::size_t i = cursor; i < m_log.size(); ++i)
@@ -124,15 +115,13 @@ bool fake_store::consume(const std::string& name, std::size_t& cursor, bool real
     return false;
 }
 
-void fake_store::poke()
-{
+void fake_store::poke() {
     const std::lock_guard lock{m_mutex};
     m_cv.notify_all();
 }
 
 template <typename F>
-auto fake_backend::call(F&& body)
-{
+auto fake_backend::call(F&& body) {
     if (const auto h = m_hang.load(); h > 0)
         std::this_thread::sleep_for(std::chrono::milliseconds{h});
     if (m_during)
@@ -152,38 +141,30 @@ auto fake_backend::call(F&& body)
 }
 
 acquire_reply fake_backend::acquire(const std::string& name, const std::string& holder,
-                                    std::chrono::milliseconds ttl)
-{
+                                    std::chrono::milliseconds ttl) {
     ++m_acquires;
     return call([&] { return m_store.acquire(name, holder, ttl); });
 }
 
-std::optional<microseconds> fake_backend::renew(const std::string& name,
-                                                const std::string& holder, std::int64_t epoch,
-                                                std::chrono::milliseconds ttl)
-{
+std::optional<microseconds> fake_backend::renew(const std::string& name, const std::string& holder,
+                                                std::int64_t epoch, std::chrono::milliseconds ttl) {
     ++m_renews;
     return call([&] { return m_store.renew(name, holder, epoch, ttl); });
 }
 
-bool fake_backend::release(const std::string& name, const std::string& holder,
-                           std::int64_t epoch)
-{
+bool fake_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {
     return call([&] { return m_store.release(name, holder, epoch); });
 }
 
-bool fake_backend::revoke(const std::string& name)
-{
+bool fake_backend::revoke(const std::string& name) {
     return call([&] { return m_store.revoke(name); });
 }
 
-std::optional<lease_record> fake_backend::status(const std::string& name)
-{
+std::optional<lease_record> fake_backend::status(const std::string& name) {
     return call([&] { return m_store.status(name); });
 }
 
-bool fake_backend::listen()
-{
+bool fake_backend::listen() {
     if (!m_listening) {
         m_listening = true;
         m_cursor = m_store.log_size();
@@ -191,8 +172,7 @@ bool fake_backend::listen()
     return true;
 }
 
-bool fake_backend::wait_for_change(const std::string& name, clock::time_point until) noexcept
-{
+bool fake_backend::wait_for_change(const std::string& name, clock::time_point until) noexcept {
     ++m_waits;
     if (m_before_wait)
         m_before_wait();
@@ -212,14 +192,13 @@ bool fake_backend::wait_for_change(const std::string& name, clock::time_point un
         m_interrupted.store(false);
         return false;
     }
-    const bool hit = m_store.consume(name, m_cursor, true, until,
-                                     [this] { return m_interrupted.load(); });
+    const bool hit =
+        m_store.consume(name, m_cursor, true, until, [this] { return m_interrupted.load(); });
     m_interrupted.store(false);
     return hit;
 }
 
-void fake_backend::interrupt() noexcept
-{
+void fake_backend::interrupt() noexcept {
     m_interrupted.store(true);
     m_store.poke();
 }

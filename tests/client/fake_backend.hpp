@@ -19,7 +19,8 @@ namespace pglease::test {
 /// standing in for NOTIFY pg_lease.
 class fake_store {
 public:
-    explicit fake_store(const clock& clk) : m_clock{clk} {}
+    explicit fake_store(const clock& clk)
+        : m_clock{clk} {}
 
     struct row {
         std::string holder;
@@ -52,8 +53,7 @@ public:
     [[nodiscard]] const clock& time() const noexcept { return m_clock; }
 
 private:
-    [[nodiscard]] bool valid(const row& r) const noexcept
-    {
+    [[nodiscard]] bool valid(const row& r) const noexcept {
         return !r.holder.empty() && m_clock.now() < r.expires;
     }
     void notify(const std::string& name);
@@ -71,15 +71,16 @@ class fake_backend final : public backend {
 public:
     /// @p fake: the store's clock when it is a fake_clock (waits then
     /// advance it instead of sleeping), nullptr for real time.
-    fake_backend(fake_store& store, fake_clock* fake = nullptr) : m_store{store}, m_fake{fake} {}
+    fake_backend(fake_store& store, fake_clock* fake = nullptr)
+        : m_store{store}
+        , m_fake{fake} {}
 
     acquire_reply acquire(const std::string& name, const std::string& holder,
                           std::chrono::milliseconds ttl) override;
     std::optional<std::chrono::microseconds> renew(const std::string& name,
                                                    const std::string& holder, std::int64_t epoch,
                                                    std::chrono::milliseconds ttl) override;
-    bool release(const std::string& name, const std::string& holder,
-                 std::int64_t epoch) override;
+    bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override;
     bool revoke(const std::string& name) override;
     std::optional<lease_record> status(const std::string& name) override;
     bool listen() override;

@@ -13,15 +13,13 @@ class fake_clock final : public clock {
 public:
     fake_clock() = default;
 
-    [[nodiscard]] time_point now() const noexcept override
-    {
+    [[nodiscard]] time_point now() const noexcept override {
         return time_point{duration{m_now.load()}};
     }
 
     void advance(duration d) noexcept { m_now.fetch_add(d.count()); }
 
-    void advance_to(time_point t) noexcept
-    {
+    void advance_to(time_point t) noexcept {
         auto cur = m_now.load();
         while (t.time_since_epoch().count() > cur &&
                !m_now.compare_exchange_weak(cur, t.time_since_epoch().count())) {
@@ -29,8 +27,7 @@ public:
     }
 
     /// The time the clock started at, for offsets in expectations.
-    [[nodiscard]] static time_point origin() noexcept
-    {
+    [[nodiscard]] static time_point origin() noexcept {
         return time_point{std::chrono::hours{1000}};
     }
 

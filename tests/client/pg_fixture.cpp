@@ -2,8 +2,8 @@
 /// @brief Integration-test helpers.
 #include "pg_fixture.hpp"
 
+#include <csignal>
 #include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,23 +13,20 @@
 
 namespace pglease::test {
 
-std::string unique_name(const std::string& prefix)
-{
+std::string unique_name(const std::string& prefix) {
     static std::atomic<int> counter{0};
     static const unsigned salt = std::random_device{}();
-    return prefix + "_" + std::to_string(::getpid()) + "_" + std::to_string(salt % 100000) +
-           "_" + std::to_string(++counter);
+    return prefix + "_" + std::to_string(::getpid()) + "_" + std::to_string(salt % 100000) + "_" +
+           std::to_string(++counter);
 }
 
-connection_options env_options(const std::string& application_name)
-{
+connection_options env_options(const std::string& application_name) {
     connection_options o;
     o.application_name = application_name;
     return o;
 }
 
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout)
-{
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
     const auto until = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < until) {
         if (pred())
@@ -39,8 +36,7 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
     return pred();
 }
 
-void pg_test::SetUp()
-{
+void pg_test::SetUp() {
     try {
         m_admin = std::make_unique<pqxx::connection>("");
     } catch (const std::exception& e) {
@@ -53,8 +49,7 @@ void pg_test::SetUp()
     ASSERT_EQ(r.size(), 1U) << "CREATE EXTENSION pg_lease has not been run in this database";
 }
 
-pg_test::status pg_test::lease_status(const std::string& name)
-{
+pg_test::status pg_test::lease_status(const std::string& name) {
     pqxx::nontransaction tx{*m_admin};
     const auto r = tx.exec_params(
         "SELECT coalesce(holder, ''), epoch, valid FROM lease_status WHERE name = $1", name);
@@ -67,8 +62,7 @@ pg_test::status pg_test::lease_status(const std::string& name)
     return s;
 }
 
-void pg_test::make_fenced_table(const std::string& table, const std::string& lease)
-{
+void pg_test::make_fenced_table(const std::string& table, const std::string& lease) {
     pqxx::work tx{*m_admin};
     tx.exec("CREATE TABLE " + tx.quote_name(table) +
             " (id serial PRIMARY KEY, note text, epoch bigint)");
@@ -76,8 +70,7 @@ void pg_test::make_fenced_table(const std::string& table, const std::string& lea
     tx.commit();
 }
 
-int pg_test::terminate(const std::string& app)
-{
+int pg_test::terminate(const std::string& app) {
     pqxx::nontransaction tx{*m_admin};
     const auto r = tx.exec_params("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) "
                                   "FROM pg_stat_activity WHERE application_name = $1",
@@ -86,8 +79,7 @@ int pg_test::terminate(const std::string& app)
 }
 
 child_process::child_process(
-    const std::function<int(const std::function<void(const std::string&)>&, int)>& body)
-{
+    const std::function<int(const std::function<void(const std::string&)>&, int)>& body) {
     int up[2];
     int down[2];
     if (::pipe(up) != 0 || ::pipe(down) != 0)
@@ -117,8 +109,7 @@ child_process::child_process(
     m_to_child = down[1];
 }
 
-child_process::~child_process()
-{
+child_process::~child_process() {
     if (!m_reaped && m_pid > 0) {
         ::kill(m_pid, SIGKILL);
         ::kill(m_pid, SIGCONT);
@@ -128,8 +119,7 @@ child_process::~child_process()
     ::close(m_to_child);
 }
 
-std::optional<std::string> child_process::read_line(std::chrono::milliseconds timeout)
-{
+std::optional<std::string> child_process::read_line(std::chrono::milliseconds timeout) {
     const auto until = std::chrono::steady_clock::now() + timeout;
     for (;;) {
         if (const auto nl = m_buffer.find('\n'); nl != std::string::npos) {
@@ -152,16 +142,16 @@ std::optional<std::string> child_process::read_line(std::chrono::milliseconds ti
     }
 }
 
-void child_process::poke()
-{
+void child_process::poke() {
     const char b = 1;
     [[maybe_unused]] const auto n = ::write(m_to_child, &b, 1);
 }
 
-void child_process::signal(int sig) { ::kill(m_pid, sig); }
+void child_process::signal(int sig) {
+    ::kill(m_pid, sig);
+}
 
-int child_process::wait()
-{
+int child_process::wait() {
     int status = 0;
     ::waitpid(m_pid, &status, 0);
     m_reaped = true;

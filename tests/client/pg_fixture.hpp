@@ -64,7 +64,7 @@ class child_process {
 public:
     /// Forks; the child runs @p body(write_line) and _exit()s.
     explicit child_process(const std::function<int(const std::function<void(const std::string&)>&,
-                                                    int read_fd)>& body);
+                                                   int read_fd)>& body);
     ~child_process();
     child_process(const child_process&) = delete;
     child_process& operator=(const child_process&) = delete;

@@ -20,17 +20,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-elector_config valid_config()
-{
+elector_config valid_config() {
     elector_config c;
     c.lease_name = "cfg";
-    c.callbacks.on_started_leading = [](std::int64_t, stop_token) {};
+    c.callbacks.on_started_leading = [](std::int64_t, const stop_token&) {};
     c.callbacks.on_stopped_leading = [] {};
     return c;
 }
 
-TEST(elector_config, defaults_are_the_documented_ones)
-{
+TEST(elector_config, defaults_are_the_documented_ones) {
     const elector_config c;
     EXPECT_EQ(c.ttl, 15s);
     EXPECT_EQ(c.renew_deadline, 10s);
@@ -49,16 +47,14 @@ struct bad_case {
     const char* message; ///< substring of what()
 };
 
-TEST(elector_config, rejects_inconsistent_settings)
-{
+TEST(elector_config, rejects_inconsistent_settings) {
     const std::vector<bad_case> cases = {
         {"empty lease name", [](auto& c) { c.lease_name.clear(); }, "lease name"},
         {"oversized lease name", [](auto& c) { c.lease_name.assign(256, 'x'); }, "255"},
         {"empty identity", [](auto& c) { c.identity.clear(); }, "identity"},
         {"ttl equal to renew deadline", [](auto& c) { c.ttl = c.renew_deadline; }, "ttl"},
         {"ttl below renew deadline", [](auto& c) { c.ttl = 5s; }, "ttl"},
-        {"margin eats the gap",
-         [](auto& c) { c.safety_margin = 5s; }, "safety margin"},
+        {"margin eats the gap", [](auto& c) { c.safety_margin = 5s; }, "safety margin"},
         {"renew deadline equal to retry x jitter",
          [](auto& c) {
              c.retry_period = 5s;
@@ -87,8 +83,7 @@ TEST(elector_config, rejects_inconsistent_settings)
     }
 }
 
-TEST(elector_config, on_new_leader_is_optional_and_short_timings_are_fine)
-{
+TEST(elector_config, on_new_leader_is_optional_and_short_timings_are_fine) {
     elector_config c = valid_config();
     c.callbacks.on_new_leader = nullptr;
     c.ttl = 1500ms;
@@ -99,8 +94,7 @@ TEST(elector_config, on_new_leader_is_optional_and_short_timings_are_fine)
     EXPECT_EQ(c.renew_interval(), 500ms);
 }
 
-TEST(lease_options, validation)
-{
+TEST(lease_options, validation) {
     lease_options o;
     EXPECT_NO_THROW(o.validate());
     EXPECT_EQ(o.ttl, 15s);
@@ -120,8 +114,7 @@ TEST(lease_options, validation)
     EXPECT_THROW(validate_lease_name(std::string{"a\0b", 3}), config_error);
 }
 
-TEST(identity, default_identities_are_unique_and_name_host_and_pid)
-{
+TEST(identity, default_identities_are_unique_and_name_host_and_pid) {
     std::set<std::string> seen;
     for (int i = 0; i < 1000; ++i)
         EXPECT_TRUE(seen.insert(default_identity()).second);
@@ -133,8 +126,7 @@ TEST(identity, default_identities_are_unique_and_name_host_and_pid)
     EXPECT_LE(id.size(), 255U);
 }
 
-TEST(conninfo, adds_bounds_and_keeps_what_the_caller_set)
-{
+TEST(conninfo, adds_bounds_and_keeps_what_the_caller_set) {
     connection_options o;
     o.call_timeout = 3000ms;
     const std::string empty = detail::build_conninfo(o);
@@ -158,8 +150,7 @@ TEST(conninfo, adds_bounds_and_keeps_what_the_caller_set)
     EXPECT_THROW((void)detail::build_conninfo(o), config_error);
 }
 
-TEST(error, sqlstates_map_to_the_error_tree)
-{
+TEST(error, sqlstates_map_to_the_error_tree) {
     const auto type_of = [](const char* state) -> std::string {
         try {
             throw_for_sqlstate("x", state);

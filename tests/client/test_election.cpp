@@ -53,8 +53,7 @@ struct scenario {
 // Config for every row: ttl 10 s, renew deadline 6 s, retry 2 s, no jitter
 // (deterministic), margin 1 s => renew interval min(10/3, 6-2) = 3333 ms,
 // local deadline = sent + 9 s.
-elector_config table_config()
-{
+elector_config table_config() {
     elector_config c;
     c.lease_name = "table";
     c.identity = "me";
@@ -63,13 +62,12 @@ elector_config table_config()
     c.retry_period = 2s;
     c.jitter_factor = 1.0;
     c.safety_margin = 1s;
-    c.callbacks.on_started_leading = [](std::int64_t, stop_token) {};
+    c.callbacks.on_started_leading = [](std::int64_t, const stop_token&) {};
     c.callbacks.on_stopped_leading = [] {};
     return c;
 }
 
-char code(const election_event& e)
-{
+char code(const election_event& e) {
     switch (e.what) {
     case election_event::kind::started_leading:
         return 'S';
@@ -88,8 +86,7 @@ char code(const election_event& e)
     return '?';
 }
 
-const std::vector<scenario>& scenarios()
-{
+const std::vector<scenario>& scenarios() {
     static const std::vector<scenario> table = {
         {"free lease: the first step acquires",
          {{op::step, 0ms, "SN", true, 3333ms, 9000ms}},
@@ -161,8 +158,7 @@ const std::vector<scenario>& scenarios()
           {op::step, 0ms, "D", false}},
          "me"},
         {"call latency: the deadline counts from the send time, not the reply",
-         {{op::latency, 1500ms, "", false},
-          {op::step, 0ms, "SN", true, 3333ms, 9000ms}},
+         {{op::latency, 1500ms, "", false}, {op::step, 0ms, "SN", true, 3333ms, 9000ms}},
          "me"},
         {"resign releases and ends the term",
          {{op::step, 0ms, "SN", true}, {op::resign, 0ms, "R", false}},
@@ -179,8 +175,7 @@ const std::vector<scenario>& scenarios()
 
 class election_table : public ::testing::TestWithParam<scenario> {};
 
-TEST_P(election_table, runs)
-{
+TEST_P(election_table, runs) {
     const scenario& sc = GetParam();
     fake_clock clk;
     fake_store store{clk};
@@ -228,7 +223,8 @@ TEST_P(election_table, runs)
         EXPECT_EQ(got, a.events);
         EXPECT_EQ(e.leading(), a.leading);
         if (a.next) {
-            EXPECT_EQ(std::chrono::duration_cast<ms>(e.next_step() - fake_clock::origin()), *a.next);
+            EXPECT_EQ(std::chrono::duration_cast<ms>(e.next_step() - fake_clock::origin()),
+                      *a.next);
         }
         if (a.deadline) {
             EXPECT_EQ(std::chrono::duration_cast<ms>(e.current().deadline() - fake_clock::origin()),
@@ -246,8 +242,7 @@ INSTANTIATE_TEST_SUITE_P(state_machine, election_table, ::testing::ValuesIn(scen
                              return n.substr(0, 60) + "_" + std::to_string(param.index);
                          });
 
-TEST(election, jitter_stays_within_retry_period_times_factor)
-{
+TEST(election, jitter_stays_within_retry_period_times_factor) {
     fake_clock clk;
     fake_store store{clk};
     fake_backend mine{store, &clk};
@@ -272,8 +267,7 @@ TEST(election, jitter_stays_within_retry_period_times_factor)
     EXPECT_EQ(mine.acquires(), 50);
 }
 
-TEST(election, epoch_is_kept_across_a_reacquire_by_the_same_identity)
-{
+TEST(election, epoch_is_kept_across_a_reacquire_by_the_same_identity) {
     fake_clock clk;
     fake_store store{clk};
     fake_backend mine{store, &clk};

@@ -9,6 +9,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <utility>
 
 namespace pglease::test {
 namespace {
@@ -27,15 +28,14 @@ struct recorder {
     stop_token token;
     bool throw_in_work = false;
 
-    elector_callbacks callbacks()
-    {
+    elector_callbacks callbacks() {
         elector_callbacks c;
         c.on_started_leading = [this](std::int64_t e, stop_token t) {
             {
                 const std::lock_guard lock{mutex};
                 ++started;
                 epoch = e;
-                token = t;
+                token = std::move(t);
             }
             cv.notify_all();
             if (throw_in_work)
@@ -59,15 +59,13 @@ struct recorder {
     }
 
     template <typename P>
-    bool wait(P pred, std::chrono::milliseconds timeout = 3000ms)
-    {
+    bool wait(P pred, std::chrono::milliseconds timeout = 3000ms) {
         std::unique_lock lock{mutex};
         return cv.wait_for(lock, timeout, pred);
     }
 };
 
-elector_config fast_config(const std::string& identity, recorder& r)
-{
+elector_config fast_config(const std::string& identity, recorder& r) {
     elector_config c;
     c.lease_name = "fast";
     c.identity = identity;
@@ -78,11 +76,11 @@ elector_config fast_config(const std::string& identity, recorder& r)
     return c;
 }
 
-TEST(elector_fake, leads_calls_back_and_releases_on_stop)
-{
+TEST(elector_fake, leads_calls_back_and_releases_on_stop) {
     fake_store store{system_clock()};
     recorder r;
-    auto e = std::make_unique<elector>(fast_config("one", r), std::make_unique<fake_backend>(store));
+    auto e =
+        std::make_unique<elector>(fast_config("one", r), std::make_unique<fake_backend>(store));
     e->start();
     ASSERT_TRUE(r.wait([&] { return r.started == 1; }));
     EXPECT_TRUE(e->leading());
@@ -102,12 +100,12 @@ TEST(elector_fake, leads_calls_back_and_releases_on_stop)
     EXPECT_EQ(r.stopped, 1); // exactly once
 }
 
-TEST(elector_fake, one_leader_at_a_time_and_quick_handover_on_release)
-{
+TEST(elector_fake, one_leader_at_a_time_and_quick_handover_on_release) {
     fake_store store{system_clock()};
     recorder r1;
     recorder r2;
-    auto e1 = std::make_unique<elector>(fast_config("one", r1), std::make_unique<fake_backend>(store));
+    auto e1 =
+        std::make_unique<elector>(fast_config("one", r1), std::make_unique<fake_backend>(store));
     e1->start();
     ASSERT_TRUE(r1.wait([&] { return r1.started == 1; }));
     elector e2{fast_config("two", r2), std::make_unique<fake_backend>(store)};
@@ -131,8 +129,7 @@ TEST(elector_fake, one_leader_at_a_time_and_quick_handover_on_release)
     EXPECT_GT(r2.epoch, r1.epoch);
 }
 
-TEST(elector_fake, reported_fence_loss_ends_the_term_at_once)
-{
+TEST(elector_fake, reported_fence_loss_ends_the_term_at_once) {
     fake_store store{system_clock()};
     recorder r;
     elector e{fast_config("one", r), std::make_unique<fake_backend>(store)};
@@ -147,8 +144,7 @@ TEST(elector_fake, reported_fence_loss_ends_the_term_at_once)
     EXPECT_LT(steady::now() - at, 100ms);
 }
 
-TEST(elector_fake, stuck_renewal_stop_token_fires_at_the_local_deadline)
-{
+TEST(elector_fake, stuck_renewal_stop_token_fires_at_the_local_deadline) {
     fake_store store{system_clock()};
     recorder r;
     auto owned = std::make_unique<fake_backend>(store);
@@ -167,8 +163,7 @@ TEST(elector_fake, stuck_renewal_stop_token_fires_at_the_local_deadline)
     db.hang(0ms);
 }
 
-TEST(elector_fake, failing_leader_work_resigns_and_reports)
-{
+TEST(elector_fake, failing_leader_work_resigns_and_reports) {
     fake_store store{system_clock()};
     recorder r;
     r.throw_in_work = true;

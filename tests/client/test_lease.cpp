@@ -16,8 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-lease_options opts(const char* identity)
-{
+lease_options opts(const char* identity) {
     lease_options o;
     o.identity = identity;
     o.ttl = 10s;
@@ -34,8 +33,7 @@ struct lease_fixture : ::testing::Test {
     lease b{db_b, "job", opts("b"), clk};
 };
 
-TEST_F(lease_fixture, round_trip_and_second_client_learns_the_holder)
-{
+TEST_F(lease_fixture, round_trip_and_second_client_learns_the_holder) {
     EXPECT_FALSE(a.held());
     EXPECT_EQ(a.epoch(), 0);
     ASSERT_TRUE(a.acquire());
@@ -60,8 +58,7 @@ TEST_F(lease_fixture, round_trip_and_second_client_learns_the_holder)
     EXPECT_GT(b.epoch(), epoch);
 }
 
-TEST_F(lease_fixture, held_turns_false_at_the_deadline_without_io)
-{
+TEST_F(lease_fixture, held_turns_false_at_the_deadline_without_io) {
     ASSERT_TRUE(a.acquire());
     clk.advance(9s - 1ns);
     EXPECT_TRUE(a.held());
@@ -71,8 +68,7 @@ TEST_F(lease_fixture, held_turns_false_at_the_deadline_without_io)
     EXPECT_THROW((void)a.token(), lease_lost);
 }
 
-TEST_F(lease_fixture, deadline_counts_from_the_send_time)
-{
+TEST_F(lease_fixture, deadline_counts_from_the_send_time) {
     const auto sent = clk.now();
     db_a.latency(3s); // the request takes 3 s to reach the server
     ASSERT_TRUE(a.acquire());
@@ -80,8 +76,7 @@ TEST_F(lease_fixture, deadline_counts_from_the_send_time)
     EXPECT_EQ(store.get("job").expires, sent + 13s);
 }
 
-TEST_F(lease_fixture, lost_reply_does_not_extend_and_renew_after_reconnect_restores)
-{
+TEST_F(lease_fixture, lost_reply_does_not_extend_and_renew_after_reconnect_restores) {
     ASSERT_TRUE(a.acquire());
     const auto before = a.deadline();
     clk.advance(3s);
@@ -93,16 +88,14 @@ TEST_F(lease_fixture, lost_reply_does_not_extend_and_renew_after_reconnect_resto
     EXPECT_EQ(a.deadline(), clk.now() + 9s);
 }
 
-TEST_F(lease_fixture, mark_lost_during_a_renew_in_flight_wins)
-{
+TEST_F(lease_fixture, mark_lost_during_a_renew_in_flight_wins) {
     ASSERT_TRUE(a.acquire());
     db_a.during_call([this] { a.mark_lost(); });
     EXPECT_FALSE(a.renew()); // the server said yes, but the loss came first
     EXPECT_FALSE(a.held());
 }
 
-TEST_F(lease_fixture, renew_of_a_taken_over_lease_is_refused)
-{
+TEST_F(lease_fixture, renew_of_a_taken_over_lease_is_refused) {
     ASSERT_TRUE(a.acquire());
     clk.advance(11s); // paused past the ttl
     ASSERT_TRUE(b.acquire());
@@ -111,8 +104,7 @@ TEST_F(lease_fixture, renew_of_a_taken_over_lease_is_refused)
     EXPECT_FALSE(a.release());
 }
 
-TEST_F(lease_fixture, acquire_for_sleeps_until_the_reported_expiry)
-{
+TEST_F(lease_fixture, acquire_for_sleeps_until_the_reported_expiry) {
     ASSERT_TRUE(b.acquire());
     clk.advance(4s); // b's grant has 6 s left
     const auto start = clk.now();
@@ -121,8 +113,7 @@ TEST_F(lease_fixture, acquire_for_sleeps_until_the_reported_expiry)
     EXPECT_EQ(db_a.acquires(), 2); // one refused try, one at the expiry
 }
 
-TEST_F(lease_fixture, acquire_for_wakes_on_a_release_event)
-{
+TEST_F(lease_fixture, acquire_for_wakes_on_a_release_event) {
     ASSERT_TRUE(b.acquire());
     // The release happens while a waits: the wait sees the event at once,
     // 10 s before the expiry a was told about.
@@ -132,8 +123,7 @@ TEST_F(lease_fixture, acquire_for_wakes_on_a_release_event)
     EXPECT_EQ(clk.now(), start);
 }
 
-TEST_F(lease_fixture, acquire_for_times_out_when_the_holder_keeps_renewing)
-{
+TEST_F(lease_fixture, acquire_for_times_out_when_the_holder_keeps_renewing) {
     ASSERT_TRUE(b.acquire());
     // The holder extends its grant to 20 s from now while a waits.
     db_a.before_wait([this] { ASSERT_TRUE(store.renew("job", "b", b.epoch(), 20s)); });
@@ -143,15 +133,13 @@ TEST_F(lease_fixture, acquire_for_times_out_when_the_holder_keeps_renewing)
     EXPECT_EQ(db_a.acquires(), 4); // at 0, 10, 20 (reported expiries) and 25 s
 }
 
-TEST_F(lease_fixture, acquire_for_retries_after_connection_errors)
-{
+TEST_F(lease_fixture, acquire_for_retries_after_connection_errors) {
     db_a.fail_before(2);
     EXPECT_TRUE(a.acquire_for(10s));
     EXPECT_EQ(db_a.acquires(), 3);
 }
 
-TEST(scoped_lease, holds_renews_and_releases)
-{
+TEST(scoped_lease, holds_renews_and_releases) {
     fake_store store{system_clock()};
     lease_options o;
     o.identity = "scoped";

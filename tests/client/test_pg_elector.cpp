@@ -6,7 +6,7 @@
 #include "pglease/elector.hpp"
 #include "pglease/error.hpp"
 
-#include <signal.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <atomic>
@@ -31,10 +31,9 @@ struct observer {
     steady::time_point started_at{};
     std::string last_leader;
 
-    elector_callbacks callbacks()
-    {
+    elector_callbacks callbacks() {
         elector_callbacks c;
-        c.on_started_leading = [this](std::int64_t e, stop_token) {
+        c.on_started_leading = [this](std::int64_t e, const stop_token&) {
             {
                 const std::lock_guard lock{mutex};
                 started_at = steady::now();
@@ -57,16 +56,14 @@ struct observer {
         return c;
     }
 
-    std::string leader()
-    {
+    std::string leader() {
         const std::lock_guard lock{mutex};
         return last_leader;
     }
 };
 
 /// ttl 2 s, renew deadline 1.5 s, retry 300 ms (x1.2), margin 200 ms.
-elector_config short_config(const std::string& lease, observer& o, const std::string& app)
-{
+elector_config short_config(const std::string& lease, observer& o, const std::string& app) {
     elector_config c;
     c.lease_name = lease;
     c.ttl = 2000ms;
@@ -79,8 +76,7 @@ elector_config short_config(const std::string& lease, observer& o, const std::st
 
 class pg_elector : public pg_test {};
 
-TEST_F(pg_elector, follower_takes_over_within_ttl_plus_retry_when_the_leader_dies)
-{
+TEST_F(pg_elector, follower_takes_over_within_ttl_plus_retry_when_the_leader_dies) {
     const auto name = unique_name("failover");
     child_process leader{[&](const auto& say, int) {
         observer o;
@@ -117,8 +113,7 @@ TEST_F(pg_elector, follower_takes_over_within_ttl_plus_retry_when_the_leader_die
     EXPECT_TRUE(follower.leading());
 }
 
-TEST_F(pg_elector, paused_leader_is_fenced_and_steps_down_after_sigcont)
-{
+TEST_F(pg_elector, paused_leader_is_fenced_and_steps_down_after_sigcont) {
     const auto name = unique_name("paused");
     const auto table = unique_name("paused_tbl");
     make_fenced_table(table, name);
@@ -187,8 +182,7 @@ TEST_F(pg_elector, paused_leader_is_fenced_and_steps_down_after_sigcont)
     EXPECT_EQ(rows[0][0].as<std::int64_t>(), old_epoch);
 }
 
-TEST_F(pg_elector, terminated_renew_session_reconnects_or_steps_down_never_two_leaders)
-{
+TEST_F(pg_elector, terminated_renew_session_reconnects_or_steps_down_never_two_leaders) {
     const auto name = unique_name("terminate");
     const auto app_a = unique_name("term_a");
     observer oa;
@@ -232,8 +226,7 @@ TEST_F(pg_elector, terminated_renew_session_reconnects_or_steps_down_never_two_l
     }
 }
 
-TEST_F(pg_elector, stop_releases_and_a_follower_leads_at_once)
-{
+TEST_F(pg_elector, stop_releases_and_a_follower_leads_at_once) {
     const auto name = unique_name("handover");
     observer oa;
     observer ob;
@@ -262,8 +255,7 @@ TEST_F(pg_elector, stop_releases_and_a_follower_leads_at_once)
     EXPECT_LT(took, 900ms) << "the follower waited for its timer, not the NOTIFY";
 }
 
-TEST_F(pg_elector, fence_rejection_ends_the_term_at_once)
-{
+TEST_F(pg_elector, fence_rejection_ends_the_term_at_once) {
     const auto name = unique_name("revoked");
     const auto table = unique_name("revoked_tbl");
     make_fenced_table(table, name);
@@ -288,8 +280,8 @@ TEST_F(pg_elector, fence_rejection_ends_the_term_at_once)
     } catch (const lease_lost& ex) {
         // Normally the server's LS002; if the renew thread noticed first, the
         // local check refuses it before any I/O. Either way: lease_lost.
-        std::cout << "[ info ] refused with: " << (ex.sqlstate().empty() ? "local check" : ex.sqlstate())
-                  << "\n";
+        std::cout << "[ info ] refused with: "
+                  << (ex.sqlstate().empty() ? "local check" : ex.sqlstate()) << "\n";
     }
     EXPECT_FALSE(e.leading());
     ASSERT_TRUE(eventually([&] { return o.stopped > 0; }, 1s));

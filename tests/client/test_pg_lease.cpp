@@ -17,8 +17,7 @@ using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 using ms = std::chrono::milliseconds;
 
-lease_options with_ttl(std::chrono::milliseconds ttl)
-{
+lease_options with_ttl(std::chrono::milliseconds ttl) {
     lease_options o;
     o.ttl = ttl;
     return o;
@@ -26,8 +25,7 @@ lease_options with_ttl(std::chrono::milliseconds ttl)
 
 class pg_lease : public pg_test {};
 
-TEST_F(pg_lease, acquire_held_renew_release_round_trip)
-{
+TEST_F(pg_lease, acquire_held_renew_release_round_trip) {
     const auto name = unique_name("round_trip");
     pq_backend db{env_options()};
     lease l{db, name, with_ttl(3s)};
@@ -66,8 +64,7 @@ TEST_F(pg_lease, acquire_held_renew_release_round_trip)
     EXPECT_FALSE(l.release());
 }
 
-TEST_F(pg_lease, second_client_is_refused_and_learns_the_holder)
-{
+TEST_F(pg_lease, second_client_is_refused_and_learns_the_holder) {
     const auto name = unique_name("second");
     pq_backend db_a{env_options()};
     pq_backend db_b{env_options()};
@@ -84,8 +81,7 @@ TEST_F(pg_lease, second_client_is_refused_and_learns_the_holder)
     EXPECT_THROW((void)b.token(), lease_lost);
 }
 
-TEST_F(pg_lease, release_wakes_a_waiting_follower_through_notify)
-{
+TEST_F(pg_lease, release_wakes_a_waiting_follower_through_notify) {
     const auto name = unique_name("notify");
     pq_backend db_a{env_options()};
     pq_backend db_b{env_options()};
@@ -111,8 +107,7 @@ TEST_F(pg_lease, release_wakes_a_waiting_follower_through_notify)
     EXPECT_GT(b.epoch(), a.epoch());
 }
 
-TEST_F(pg_lease, without_listen_a_follower_wakes_at_the_reported_expiry)
-{
+TEST_F(pg_lease, without_listen_a_follower_wakes_at_the_reported_expiry) {
     const auto name = unique_name("nolisten");
     pq_backend db_a{env_options()};
     connection_options quiet = env_options();
@@ -133,8 +128,7 @@ TEST_F(pg_lease, without_listen_a_follower_wakes_at_the_reported_expiry)
     EXPECT_LT(waited, 3s);
 }
 
-TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_stale)
-{
+TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_stale) {
     const auto name = unique_name("fence");
     const auto table = unique_name("fenced");
     make_fenced_table(table, name);
@@ -179,7 +173,8 @@ TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_st
     }
 
     pqxx::nontransaction check{admin()};
-    const auto rows = check.exec("SELECT note, epoch FROM " + check.quote_name(table) + " ORDER BY id");
+    const auto rows =
+        check.exec("SELECT note, epoch FROM " + check.quote_name(table) + " ORDER BY id");
     ASSERT_EQ(rows.size(), 2U);
     EXPECT_EQ(rows[0][0].as<std::string>(), "a");
     EXPECT_EQ(rows[0][1].as<std::int64_t>(), stale.epoch);
@@ -187,8 +182,7 @@ TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_st
     EXPECT_EQ(rows[1][1].as<std::int64_t>(), b.epoch());
 }
 
-TEST_F(pg_lease, a_write_to_a_table_fenced_by_another_lease_has_no_token)
-{
+TEST_F(pg_lease, a_write_to_a_table_fenced_by_another_lease_has_no_token) {
     const auto name = unique_name("tok");
     const auto other = unique_name("tok_other");
     const auto table = unique_name("fenced_other");
@@ -206,8 +200,7 @@ TEST_F(pg_lease, a_write_to_a_table_fenced_by_another_lease_has_no_token)
     EXPECT_TRUE(l.held()); // a usage error is not a lost lease
 }
 
-TEST_F(pg_lease, connection_lost_before_commit_and_unknown_outcome_at_commit)
-{
+TEST_F(pg_lease, connection_lost_before_commit_and_unknown_outcome_at_commit) {
     const auto name = unique_name("commit");
     const auto table = unique_name("fenced_commit");
     make_fenced_table(table, name);
@@ -224,8 +217,7 @@ TEST_F(pg_lease, connection_lost_before_commit_and_unknown_outcome_at_commit)
         ASSERT_TRUE(eventually(
             [&] {
                 pqxx::nontransaction q{admin()};
-                return q.exec("SELECT 1 FROM pg_stat_activity WHERE pid = " +
-                              std::to_string(pid))
+                return q.exec("SELECT 1 FROM pg_stat_activity WHERE pid = " + std::to_string(pid))
                     .empty();
             },
             5s));
@@ -249,8 +241,7 @@ TEST_F(pg_lease, connection_lost_before_commit_and_unknown_outcome_at_commit)
     EXPECT_TRUE(l.held());
 }
 
-TEST_F(pg_lease, server_rejects_a_ttl_above_its_maximum)
-{
+TEST_F(pg_lease, server_rejects_a_ttl_above_its_maximum) {
     pq_backend db{env_options()};
     lease l{db, unique_name("maxttl"), with_ttl(std::chrono::hours{24 * 3})};
     try {
@@ -261,8 +252,7 @@ TEST_F(pg_lease, server_rejects_a_ttl_above_its_maximum)
     }
 }
 
-TEST_F(pg_lease, unreachable_server_is_connection_lost_and_fast)
-{
+TEST_F(pg_lease, unreachable_server_is_connection_lost_and_fast) {
     connection_options o;
     o.conninfo = "host=127.0.0.1 port=1";
     pq_backend db{o};
@@ -273,8 +263,7 @@ TEST_F(pg_lease, unreachable_server_is_connection_lost_and_fast)
     EXPECT_FALSE(l.held());
 }
 
-TEST_F(pg_lease, schema_qualified_calls_work)
-{
+TEST_F(pg_lease, schema_qualified_calls_work) {
     pqxx::nontransaction tx{admin()};
     const auto schema =
         tx.exec("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = "
@@ -292,8 +281,7 @@ TEST_F(pg_lease, schema_qualified_calls_work)
     EXPECT_TRUE(l.release());
 }
 
-TEST_F(pg_lease, scoped_lease_renews_while_alive_and_releases_at_the_end)
-{
+TEST_F(pg_lease, scoped_lease_renews_while_alive_and_releases_at_the_end) {
     const auto name = unique_name("scoped");
     std::int64_t epoch = 0;
     {

@@ -36,7 +36,7 @@ struct lease_record {
     std::string name;
     std::string holder; ///< empty when free
     std::int64_t epoch = 0;
-    bool valid = false; ///< held and unexpired on the server's clock
+    bool valid = false;                     ///< held and unexpired on the server's clock
     std::chrono::microseconds remaining{0}; ///< 0 when not valid
 };
 

@@ -28,8 +28,8 @@ enum class step_down_reason {
 struct election_event {
     enum class kind { started_leading, stopped_leading, new_leader };
     kind what = kind::new_leader;
-    std::int64_t epoch = 0;               ///< started/stopped: the term's epoch
-    std::string identity;                 ///< new_leader: who leads now
+    std::int64_t epoch = 0;                           ///< started/stopped: the term's epoch
+    std::string identity;                             ///< new_leader: who leads now
     step_down_reason reason = step_down_reason::lost; ///< stopped_leading only
 };
 

@@ -64,8 +64,7 @@ public:
 
     /// The same over an injected backend and clock (tests); the clock must
     /// be the one @p db measures its waits with.
-    elector(elector_config config, std::unique_ptr<backend> db,
-            const clock& clk = system_clock());
+    elector(elector_config config, std::unique_ptr<backend> db, const clock& clk = system_clock());
 
     elector(const elector&) = delete;
     elector& operator=(const elector&) = delete;
@@ -104,8 +103,7 @@ public:
     /// any I/O when not leading; a fence_rejected from the server ends the
     /// term at once (report_lost) and is rethrown.
     template <typename F>
-    auto run_fenced(pqxx::connection_base& conn, F&& fn)
-    {
+    auto run_fenced(pqxx::connection_base& conn, F&& fn) {
         const fence_token t = token();
         try {
             return pglease::run_fenced(conn, t, std::forward<F>(fn));

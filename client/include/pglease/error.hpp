@@ -28,7 +28,8 @@ class error : public std::runtime_error {
 public:
     /// @param what message; @param sqlstate the server's SQLSTATE, or empty.
     explicit error(const std::string& what, std::string sqlstate = {})
-        : std::runtime_error{what}, m_sqlstate{std::move(sqlstate)} {}
+        : std::runtime_error{what}
+        , m_sqlstate{std::move(sqlstate)} {}
 
     /// The five-character SQLSTATE of the server error behind this one, or
     /// an empty string when the error did not come from the server.

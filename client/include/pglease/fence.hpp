@@ -61,8 +61,7 @@ void declare_token(pqxx::transaction_base& tx, const fence_token& token);
 /// @endcode
 template <typename F>
 auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn)
-    -> std::invoke_result_t<F, pqxx::work&>
-{
+    -> std::invoke_result_t<F, pqxx::work&> {
     using result_type = std::invoke_result_t<F, pqxx::work&>;
     bool committing = false;
     try {

@@ -114,8 +114,7 @@ public:
     /// run_fenced() with token(): throws lease_lost before any I/O when not
     /// held(); on fence_rejected calls mark_lost() and rethrows.
     template <typename F>
-    auto run_fenced(pqxx::connection_base& conn, F&& fn)
-    {
+    auto run_fenced(pqxx::connection_base& conn, F&& fn) {
         const fence_token t = token();
         try {
             return pglease::run_fenced(conn, t, std::forward<F>(fn));

@@ -36,8 +36,7 @@ struct lease_options {
     std::chrono::milliseconds retry_period{500};
 
     /// The margin in effect: safety_margin, or its default.
-    [[nodiscard]] std::chrono::milliseconds effective_safety_margin() const noexcept
-    {
+    [[nodiscard]] std::chrono::milliseconds effective_safety_margin() const noexcept {
         if (safety_margin)
             return *safety_margin;
         return std::min(ttl / 10, std::chrono::milliseconds{1000});

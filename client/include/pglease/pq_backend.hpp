@@ -42,8 +42,7 @@ public:
     std::optional<std::chrono::microseconds> renew(const std::string& name,
                                                    const std::string& holder, std::int64_t epoch,
                                                    std::chrono::milliseconds ttl) override;
-    bool release(const std::string& name, const std::string& holder,
-                 std::int64_t epoch) override;
+    bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override;
     bool revoke(const std::string& name) override;
     std::optional<lease_record> status(const std::string& name) override;
     bool listen() override;

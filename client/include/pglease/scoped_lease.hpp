@@ -34,8 +34,7 @@ public:
     /// Connects with @p connection (own session), tries to acquire @p name,
     /// waiting up to @p wait (0: one try). Throws config_error; connection
     /// errors leave the object empty.
-    scoped_lease(const connection_options& connection, std::string name,
-                 lease_options options = {},
+    scoped_lease(const connection_options& connection, std::string name, lease_options options = {},
                  std::chrono::milliseconds wait = std::chrono::milliseconds::zero());
 
     /// The same over an injected backend and clock (tests).
@@ -66,8 +65,7 @@ public:
     /// lease::run_fenced(): lease_lost when not held; a rejection makes
     /// held() false at once.
     template <typename F>
-    auto run_fenced(pqxx::connection_base& conn, F&& fn)
-    {
+    auto run_fenced(pqxx::connection_base& conn, F&& fn) {
         return m_lease.run_fenced(conn, std::forward<F>(fn));
     }
 

@@ -46,9 +46,7 @@ public:
 private:
     friend class stop_source;
     explicit stop_token(std::shared_ptr<detail::stop_state> state) noexcept
-        : m_state{std::move(state)}
-    {
-    }
+        : m_state{std::move(state)} {}
 
     std::shared_ptr<detail::stop_state> m_state;
 };
