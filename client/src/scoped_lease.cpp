@@ -9,8 +9,8 @@
 
 namespace pglease {
 
-scoped_lease::scoped_lease(const connection_options& connection, std::string name,
-                           lease_options options, std::chrono::milliseconds wait)
+scoped_lease::scoped_lease(std::string name, lease_options options, std::chrono::milliseconds wait,
+                           const connection_options& connection)
     : scoped_lease{std::make_unique<pq_backend>(connection), std::move(name), std::move(options),
                    wait} {
     m_lease.set_schema(connection.schema);

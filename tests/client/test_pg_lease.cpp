@@ -285,7 +285,7 @@ TEST_F(pg_lease, scoped_lease_renews_while_alive_and_releases_at_the_end) {
     const auto name = unique_name("scoped");
     std::int64_t epoch = 0;
     {
-        scoped_lease guard{env_options(), name, with_ttl(1000ms)};
+        scoped_lease guard{name, with_ttl(1000ms), 0ms, env_options()};
         ASSERT_TRUE(guard);
         epoch = guard.epoch();
         std::this_thread::sleep_for(2500ms); // 2.5 ttl
@@ -294,7 +294,7 @@ TEST_F(pg_lease, scoped_lease_renews_while_alive_and_releases_at_the_end) {
         EXPECT_TRUE(s.valid);
         EXPECT_EQ(s.epoch, epoch);
 
-        scoped_lease other{env_options(), name, with_ttl(1000ms)};
+        scoped_lease other{name, with_ttl(1000ms), 0ms, env_options()};
         EXPECT_FALSE(other);
         EXPECT_FALSE(other.holder().empty());
     }

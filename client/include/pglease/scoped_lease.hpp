@@ -24,18 +24,19 @@ namespace pglease {
 /// again before every action, since the lease can be lost while alive.
 ///
 /// @code
-///   pglease::scoped_lease guard{{}, "migrations", {}, std::chrono::seconds{10}};
+///   pglease::scoped_lease guard{"migrations", {}, std::chrono::seconds{10}};
 ///   if (!guard)
 ///       return;                                       // someone else runs them
 ///   guard.run_fenced(app, [](pqxx::work& tx) { tx.exec0("..."); });
 /// @endcode                                            // released here
 class scoped_lease {
 public:
-    /// Connects with @p connection (own session), tries to acquire @p name,
-    /// waiting up to @p wait (0: one try). Throws config_error; connection
-    /// errors leave the object empty.
-    scoped_lease(const connection_options& connection, std::string name, lease_options options = {},
-                 std::chrono::milliseconds wait = std::chrono::milliseconds::zero());
+    /// Connects with @p connection (a session of its own; default: PG*
+    /// variables), tries to acquire @p name, waiting up to @p wait (0: one
+    /// try). Throws config_error; connection errors leave it empty.
+    explicit scoped_lease(std::string name, lease_options options = {},
+                          std::chrono::milliseconds wait = std::chrono::milliseconds::zero(),
+                          const connection_options& connection = {});
 
     /// The same over an injected backend and clock (tests).
     scoped_lease(std::unique_ptr<backend> db, std::string name, lease_options options,
