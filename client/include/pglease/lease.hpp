@@ -62,20 +62,20 @@ public:
     /// now: granted with a new epoch, or extended with the same epoch if it
     /// already held it. When false, holder() and expiry_hint() tell who holds
     /// it and until when. Throws connection_lost and other errors.
-    bool acquire();
+    [[nodiscard]] bool acquire();
 
     /// Waits up to @p timeout for the lease. Between tries it sleeps until a
     /// NOTIFY pg_lease event for this lease (release, revoke, grant), the
     /// expiry the server reported, or the timeout: no busy polling. Without
     /// LISTEN it wakes only at the expiry (or after retry_period following
     /// an error). Returns held().
-    bool acquire_for(std::chrono::milliseconds timeout);
+    [[nodiscard]] bool acquire_for(std::chrono::milliseconds timeout);
 
     /// One renew of the current epoch. True: the deadline moved forward.
     /// False: the server says this epoch is no longer ours (held() is false
     /// from now on). Throws connection_lost etc. when the outcome is unknown;
     /// the deadline is then unchanged.
-    bool renew();
+    [[nodiscard]] bool renew();
 
     /// Stops claiming the lease (held() false at once), then frees it on the
     /// server. True if the server freed it; false if it was not ours any
