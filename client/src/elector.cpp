@@ -157,7 +157,11 @@ void elector::run() noexcept {
                     m_source->set_deadline(m_election.current().deadline());
             }
         } catch (const std::exception&) {
-            // Not expected (step() handles backend errors); keep campaigning.
+            // Not expected (step() handles backend errors): keep campaigning,
+            // but not in a tight loop.
+            (void)m_db->wait_for_change(m_config.lease_name,
+                                        m_clock.now() + m_config.retry_period);
+            continue;
         }
         if (m_stopping.load())
             break;

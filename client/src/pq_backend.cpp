@@ -157,6 +157,9 @@ auto pq_backend::call(const char* what, F&& body) {
             throw connection_lost{prefix + e.what()};
         }
         throw error{prefix + e.what()};
+    } catch (const pqxx::pqxx_exception& e) {
+        // usage, conversion and range errors: not the server's, still ours.
+        throw error{prefix + e.base().what()};
     }
 }
 
