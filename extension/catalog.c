@@ -35,11 +35,19 @@ typedef struct LeasePlanSpec
 
 static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 	[LEASE_PLAN_READ] = {
-		"SELECT holder, epoch, expires_at, owner_role FROM %s.leases WHERE name" EQ "$1",
+		"SELECT holder, epoch, expires_at, owner_role, ttl FROM %s.leases WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
+
+	/*
+	 * Every decision is taken on the locked row, with the clock read after
+	 * the lock is granted.  A single conditional UPDATE would not do: when
+	 * it waits behind a share lock (a fenced write in flight) and the row is
+	 * not updated meanwhile, PostgreSQL does not re-evaluate its WHERE
+	 * clause, so it would judge expiry as of before the wait.
+	 */
 	[LEASE_PLAN_LOCK] = {
-		"SELECT holder, epoch, expires_at, owner_role FROM %s.leases WHERE name" EQ "$1"
+		"SELECT holder, epoch, expires_at, owner_role, ttl FROM %s.leases WHERE name" EQ "$1"
 		" FOR NO KEY UPDATE",
 		1, {TEXTOID}
 	},
@@ -60,20 +68,6 @@ static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 		4, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID}
 	},
 
-	/*
-	 * Renew is one statement.  clock_timestamp() sits in the WHERE clause so
-	 * that a renew that had to wait for the row lock judges expiry when it
-	 * gets the lock, not when it started: an expired lease is never revived.
-	 */
-	[LEASE_PLAN_RENEW] = {
-		"UPDATE %s.leases SET renewed_at = pg_catalog.clock_timestamp(),"
-		" expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($4, ttl),"
-		" ttl = COALESCE($4, ttl)"
-		" WHERE name" EQ "$1 AND holder" EQ "$2 AND epoch" EQ "$3"
-		" AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-		" AND (owner_role" EQ "$5 OR $6) RETURNING expires_at",
-		6, {TEXTOID, TEXTOID, INT8OID, INTERVALOID, NAMEOID, BOOLOID}
-	},
 	[LEASE_PLAN_FREE] = {
 		"UPDATE %s.leases SET holder = NULL, expires_at = LEAST(expires_at, $2)"
 		" WHERE name" EQ "$1",

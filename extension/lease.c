@@ -30,6 +30,7 @@ typedef struct LeaseRow
 	int64		epoch;
 	TimestampTz expires_at;
 	NameData	owner_role;
+	int64		ttl_usec;
 } LeaseRow;
 
 /* How often acquire looks again after losing a race to create the row. */
@@ -92,6 +93,7 @@ LeaseFetchRow(LeasePlan plan, text *name, LeaseRow *row)
 	row->epoch = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
 	row->expires_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 3, &isnull));
 	namestrcpy(&row->owner_role, NameStr(*DatumGetName(SPI_getbinval(tuple, desc, 4, &isnull))));
+	row->ttl_usec = DatumGetIntervalP(SPI_getbinval(tuple, desc, 5, &isnull))->time;
 	return true;
 }
 
@@ -120,6 +122,22 @@ LeaseCheckRole(text *name, const LeaseRow *row)
 				 errmsg("lease \"%s\" was granted to role \"%s\"",
 						text_to_cstring(name), NameStr(row->owner_role)),
 				 errdetail("Only the role that acquired a lease, or a superuser, may renew or release it.")));
+}
+
+/* Extend a held lease from now; the row is locked.  Returns the new expiry. */
+static TimestampTz
+LeaseExtendLocked(text *name, int64 ttl_usec)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz expires_at = now + ttl_usec;
+	Datum		values[4];
+
+	values[0] = PointerGetDatum(name);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = TimestampTzGetDatum(expires_at);
+	values[3] = IntervalPGetDatum(LeaseTtlInterval(ttl_usec));
+	LeaseExecute(LEASE_PLAN_EXTEND, values, NULL, SPI_OK_UPDATE);
+	return expires_at;
 }
 
 typedef struct LeaseGrant
@@ -151,6 +169,7 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, LeaseGrant *grant)
 	Interval   *ttl = LeaseTtlInterval(ttl_usec);
 	int64		epoch;
 
+
 	if (LeaseFetchRow(LEASE_PLAN_LOCK, name, &row))
 	{
 		now = GetCurrentTimestamp();
@@ -159,11 +178,8 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, LeaseGrant *grant)
 		/* 1. The caller holds it already: extend, same epoch. */
 		if (LeaseValidAt(&row, now) && LeaseTextEqual(row.holder, holder))
 		{
-			Datum		values[4] = {PointerGetDatum(name), TimestampTzGetDatum(now),
-			TimestampTzGetDatum(expires_at), IntervalPGetDatum(ttl)};
-
 			LeaseCheckRole(name, &row);
-			LeaseExecute(LEASE_PLAN_EXTEND, values, NULL, SPI_OK_UPDATE);
+			expires_at = LeaseExtendLocked(name, ttl_usec);
 			*grant = (LeaseGrant) {true, row.epoch, holder, expires_at};
 			return true;
 		}
@@ -294,39 +310,22 @@ lease_renew(PG_FUNCTION_ARGS)
 	text	   *name = LeaseLabelArg(fcinfo, 0, "lease name");
 	text	   *holder = LeaseLabelArg(fcinfo, 1, "holder");
 	int64		epoch = LeaseEpochArg(fcinfo, 2);
-	Interval   *ttl = PG_ARGISNULL(3) ? NULL : LeaseTtlInterval(LeaseTtlArg(fcinfo, 3));
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	bool		renewed;
+	int64		ttl_usec = PG_ARGISNULL(3) ? 0 : LeaseTtlArg(fcinfo, 3);
+	LeaseRow	row;
+	bool		renewed = false;
 	TimestampTz expires_at = 0;
 
 	LeaseBegin(fcinfo);
-	values[0] = PointerGetDatum(name);
-	values[1] = PointerGetDatum(holder);
-	values[2] = Int64GetDatum(epoch);
-	values[3] = PointerGetDatum(ttl);
-	if (ttl == NULL)
-		nulls[3] = 'n';
-	values[4] = LeaseCallerRoleName();
-	values[5] = BoolGetDatum(LeaseCallerIsSuperuser());
-	LeaseExecute(LEASE_PLAN_RENEW, values, nulls, SPI_OK_UPDATE_RETURNING);
-
-	renewed = SPI_processed == 1;
-	if (renewed)
+	if (LeaseFetchRow(LEASE_PLAN_LOCK, name, &row) &&
+		LeaseTextEqual(row.holder, holder) && row.epoch == epoch)
 	{
-		bool		isnull;
-
-		expires_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-													   SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	else
-	{
-		LeaseRow	row;
-
-		/* Not renewed: refuse loudly if only the role was wrong. */
-		if (LeaseFetchRow(LEASE_PLAN_READ, name, &row) &&
-			LeaseTextEqual(row.holder, holder) && row.epoch == epoch)
-			LeaseCheckRole(name, &row);
+		LeaseCheckRole(name, &row);
+		/* expiry as of now, with the row locked: never revive a lease */
+		if (LeaseValidAt(&row, GetCurrentTimestamp()))
+		{
+			expires_at = LeaseExtendLocked(name, ttl_usec > 0 ? ttl_usec : row.ttl_usec);
+			renewed = true;
+		}
 	}
 	LeaseEnd(name);
 

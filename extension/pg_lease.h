@@ -55,8 +55,7 @@ typedef enum LeasePlan
 	LEASE_PLAN_LOCK,			/* current row, FOR NO KEY UPDATE */
 	LEASE_PLAN_INSERT,			/* first grant of a name */
 	LEASE_PLAN_GRANT,			/* new epoch for a free or expired lease */
-	LEASE_PLAN_EXTEND,			/* same holder acquires again */
-	LEASE_PLAN_RENEW,			/* conditional renew */
+	LEASE_PLAN_EXTEND,			/* renew, or the holder acquires again */
 	LEASE_PLAN_FREE,			/* release or revoke */
 	LEASE_PLAN_EVENT,			/* append to lease_events */
 	LEASE_PLAN_FENCE_LOCK,		/* the fence trigger's FOR SHARE lookup */
