@@ -86,6 +86,24 @@ pg_cluster_use()
 	export PGUSER=postgres PGDATABASE=${PGDATABASE:-postgres}
 }
 
+# pg_cluster_basebackup NAME FROM: a streaming standby of running cluster
+# FROM, on its own port (not started).
+pg_cluster_basebackup()
+{
+	local name=$1 from=$2 dir
+	dir=$(pg_cluster_dir "$name")
+	mkdir -p "$dir"
+	[ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+	pg_as_owner "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$(cat "$(pg_cluster_dir "$from")/port")" \
+		-U postgres -D "$dir/data" -R -X stream -c fast >"$dir/basebackup.log" 2>&1 ||
+		{ cat "$dir/basebackup.log" >&2; return 1; }
+	pg_free_port >"$dir/port"
+	pg_as_owner tee -a "$dir/data/postgresql.conf" >/dev/null <<CONF
+port = $(cat "$dir/port")
+unix_socket_directories = '$dir'
+CONF
+}
+
 # pg_cluster_stop NAME [mode]: mode is fast (default) or immediate.
 pg_cluster_stop()
 {
