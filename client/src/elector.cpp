@@ -159,8 +159,7 @@ void elector::run() noexcept {
         } catch (const std::exception&) {
             // Not expected (step() handles backend errors): keep campaigning,
             // but not in a tight loop.
-            (void)m_db->wait_for_change(m_config.lease_name,
-                                        m_clock.now() + m_config.retry_period);
+            (void)m_db->wait_for_change(m_config.lease_name, m_clock.now() + m_config.retry_period);
             continue;
         }
         if (m_stopping.load())
