@@ -9,7 +9,8 @@ packages=(
 	libpq-dev libpqxx-dev
 	googletest libgtest-dev libgmock-dev libbenchmark-dev
 	libcli11-dev libfmt-dev nlohmann-json3-dev
-	libfaketime pgbouncer procps iproute2
+	libfaketime pgbouncer procps iproute2 python3
+	etcd-server etcd-client redis-server redis-tools
 )
 
 missing=()
