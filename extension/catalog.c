@@ -78,6 +78,14 @@ static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 		" VALUES ($1, $2, $3, $4, $5, $6)",
 		6, {TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, NAMEOID}
 	},
+	[LEASE_PLAN_PRUNE_EVENTS] = {
+		"DELETE FROM %s.lease_events WHERE name" EQ "$1 AND time OPERATOR(pg_catalog.<) $2",
+		2, {TEXTOID, TIMESTAMPTZOID}
+	},
+	[LEASE_PLAN_COUNT_ROLE] = {
+		"SELECT pg_catalog.count(*) FROM %s.leases WHERE owner_role" EQ "$1",
+		1, {NAMEOID}
+	},
 	[LEASE_PLAN_FENCE_LOCK] = {
 		"SELECT epoch, holder IS NOT NULL, expires_at FROM %s.leases WHERE name" EQ "$1"
 		" FOR SHARE",

@@ -16,6 +16,7 @@
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/json.h"
+#include "utils/timestamp.h"
 
 #define LEASE_NOTIFY_CHANNEL "pg_lease"
 
@@ -58,6 +59,19 @@ LeaseRecordEvent(const char *event, text *name, text *holder,
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "pg_lease: recording the %s event failed: %s",
 			 event, SPI_result_code_string(rc));
+
+	/* Retention: each new event of a lease removes its expired history. */
+	if (lease_event_retention_s > 0)
+	{
+		Datum		prune[2];
+
+		prune[0] = PointerGetDatum(name);
+		prune[1] = TimestampTzGetDatum(GetCurrentTimestamp() -
+									   (int64) lease_event_retention_s * USECS_PER_SEC);
+		rc = SPI_execute_plan(LeaseGetPlan(LEASE_PLAN_PRUNE_EVENTS), prune, NULL, false, 0);
+		if (rc != SPI_OK_DELETE)
+			elog(ERROR, "pg_lease: pruning events failed: %s", SPI_result_code_string(rc));
+	}
 
 	initStringInfo(&payload);
 	appendStringInfo(&payload, "{\"event\":\"%s\"", event);

@@ -140,6 +140,35 @@ LeaseExtendLocked(text *name, int64 ttl_usec)
 	return expires_at;
 }
 
+/*
+ * A role may not create lease names without bound: each name is a row, and
+ * each grant an event.  Only new names count, so the check costs nothing on
+ * the usual paths.  Concurrent first grants by one role may overshoot the
+ * limit by the number of callers.
+ */
+static void
+LeaseCheckQuota(void)
+{
+	Datum		values[1];
+	bool		isnull;
+	int64		count;
+
+	if (lease_max_leases_per_role == 0 || LeaseCallerIsSuperuser())
+		return;
+
+	values[0] = LeaseCallerRoleName();
+	LeaseExecute(LEASE_PLAN_COUNT_ROLE, values, NULL, SPI_OK_SELECT);
+	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (count >= lease_max_leases_per_role)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("role \"%s\" may not create more than %d leases",
+						NameStr(*DatumGetName(values[0])), lease_max_leases_per_role),
+				 errdetail("The latest grant of " INT64_FORMAT " leases was made by this role.", count),
+				 errhint("Reuse lease names, ask an administrator to run lease_prune(), "
+						 "or raise pg_lease.max_leases_per_role.")));
+}
+
 typedef struct LeaseGrant
 {
 	bool		acquired;
@@ -215,6 +244,8 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, LeaseGrant *grant)
 	/* 4. No row: the first grant of this name (or the first after a DELETE). */
 	{
 		Datum		values[7];
+
+		LeaseCheckQuota();
 
 		epoch = LeaseNextEpoch();
 		now = GetCurrentTimestamp();

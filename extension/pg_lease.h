@@ -45,6 +45,8 @@ typedef struct LeaseEpochList
 } LeaseEpochList;
 
 extern int	lease_max_ttl_ms;
+extern int	lease_max_leases_per_role;
+extern int	lease_event_retention_s;
 extern void LeaseDefineSettings(void);
 extern const LeaseEpochList *LeaseSettingEpochs(void);
 
@@ -58,6 +60,8 @@ typedef enum LeasePlan
 	LEASE_PLAN_EXTEND,			/* renew, or the holder acquires again */
 	LEASE_PLAN_FREE,			/* release or revoke */
 	LEASE_PLAN_EVENT,			/* append to lease_events */
+	LEASE_PLAN_PRUNE_EVENTS,	/* a lease's events past retention */
+	LEASE_PLAN_COUNT_ROLE,		/* leases whose latest grant a role made */
 	LEASE_PLAN_FENCE_LOCK,		/* the fence trigger's FOR SHARE lookup */
 	LEASE_PLAN_COUNT
 } LeasePlan;

@@ -12,68 +12,37 @@
 
 #include <limits.h>
 
+#include "epoch_list.h"
 #include "utils/guc.h"
 
 /* Largest ttl a grant or renew may ask for (ms); default one day. */
 int			lease_max_ttl_ms = 24 * 60 * 60 * 1000;
 
+/* Lease names one role may create (superusers excepted); 0: no limit. */
+int			lease_max_leases_per_role = 10000;
+
+/* How long lease_events keeps a lease's events (s); 0: forever. */
+int			lease_event_retention_s = 30 * 24 * 60 * 60;
+
 static char *lease_epoch_setting = NULL;
 static const LeaseEpochList *lease_setting_epochs = NULL;
-
-/* Enough for a process that holds many leases, small enough to scan. */
-#define LEASE_EPOCH_LIST_MAX	64
 
 static bool
 check_epoch_list(char **newval, void **extra, GucSource source)
 {
-	const char *p = *newval ? *newval : "";
 	LeaseEpochList *list;
+	const char *error = NULL;
 
 	list = malloc(offsetof(LeaseEpochList, epochs) + sizeof(int64) * LEASE_EPOCH_LIST_MAX);
 	if (list == NULL)
 		return false;
-	list->count = 0;
-
-	for (;;)
+	if (!LeaseParseEpochList(*newval, list->epochs, LEASE_EPOCH_LIST_MAX,
+							 &list->count, &error))
 	{
-		char	   *end;
-		long long	value;
-
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p == '\0' && list->count == 0)
-			break;				/* empty setting: no tokens */
-
-		errno = 0;
-		value = strtoll(p, &end, 10);
-		if (end == p || errno == ERANGE || value <= 0)
-		{
-			GUC_check_errdetail("pg_lease.epoch must be a comma-separated list of positive epochs.");
-			free(list);
-			return false;
-		}
-		if (list->count == LEASE_EPOCH_LIST_MAX)
-		{
-			GUC_check_errdetail("pg_lease.epoch lists at most %d epochs.", LEASE_EPOCH_LIST_MAX);
-			free(list);
-			return false;
-		}
-		list->epochs[list->count++] = (int64) value;
-
-		p = end;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p == '\0')
-			break;
-		if (*p != ',')
-		{
-			GUC_check_errdetail("pg_lease.epoch must be a comma-separated list of positive epochs.");
-			free(list);
-			return false;
-		}
-		p++;
+		GUC_check_errdetail("%s", error);
+		free(list);
+		return false;
 	}
-
 	*extra = list;
 	return true;
 }
@@ -105,6 +74,28 @@ LeaseDefineSettings(void)
 							INT_MAX,
 							PGC_SUSET,
 							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_lease.max_leases_per_role",
+							"Lease names a role other than a superuser may create.",
+							"Counts the leases whose latest grant the role made; 0 means no limit.",
+							&lease_max_leases_per_role,
+							10000,
+							0,
+							INT_MAX,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_lease.event_retention",
+							"How long lease_events keeps the events of a lease.",
+							"Older events of a lease are deleted when it gets a new event; 0 keeps them forever.",
+							&lease_event_retention_s,
+							30 * 24 * 60 * 60,
+							0,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("pg_lease.epoch",

@@ -19,6 +19,8 @@ CREATE TABLE @extschema@.leases (
 	transitions bigint NOT NULL DEFAULT 0,
 	owner_role	name NOT NULL
 ) WITH (fillfactor = 50);		-- room for HOT renewals
+-- for the per-role limit on lease names (pg_lease.max_leases_per_role)
+CREATE INDEX leases_owner_role_idx ON @extschema@.leases (owner_role);
 COMMENT ON TABLE @extschema@.leases IS
 	'one row per lease; written only through lease_acquire, lease_renew, lease_release and lease_revoke';
 COMMENT ON COLUMN @extschema@.leases.name IS 'lease name, 1 to 255 bytes';
@@ -41,7 +43,8 @@ CREATE TABLE @extschema@.lease_events (
 	expires_at	timestamptz,
 	role		name NOT NULL
 );
-CREATE INDEX lease_events_name_idx ON @extschema@.lease_events (name, id);
+-- per-lease history, and its retention (pg_lease.event_retention)
+CREATE INDEX lease_events_name_time_idx ON @extschema@.lease_events (name, time);
 COMMENT ON TABLE @extschema@.lease_events IS
 	'every grant, takeover of an expired lease, release and revoke, in commit order of id';
 
@@ -127,6 +130,7 @@ CREATE FUNCTION @extschema@.lease_fence(tbl regclass, lease text, epoch_column n
 DECLARE
 	rel		record;
 	coltype oid;
+	part	regclass;
 BEGIN
 	IF tbl IS NULL OR lease IS NULL OR epoch_column IS NULL THEN
 		RAISE EXCEPTION 'lease_fence arguments must not be null' USING ERRCODE = '22004';
@@ -157,18 +161,20 @@ BEGIN
 	END IF;
 
 	-- Replace any previous fence, in this transaction, so fencing is idempotent.
-	IF EXISTS (SELECT FROM pg_trigger WHERE tgrelid = tbl AND tgname = 'pg_lease_fence') THEN
-		EXECUTE format('DROP TRIGGER pg_lease_fence ON %s', tbl);
-	END IF;
-	IF EXISTS (SELECT FROM pg_trigger WHERE tgrelid = tbl AND tgname = 'pg_lease_fence_truncate') THEN
-		EXECUTE format('DROP TRIGGER pg_lease_fence_truncate ON %s', tbl);
-	END IF;
+	PERFORM @extschema@.lease_unfence(tbl);
+	-- Row triggers on a partitioned table are cloned to every partition,
+	-- also to partitions attached later.
 	EXECUTE format('CREATE TRIGGER pg_lease_fence BEFORE INSERT OR UPDATE OR DELETE ON %s'
 				   ' FOR EACH ROW EXECUTE FUNCTION %s.lease_fence_trigger(%L, %L)',
 				   tbl, '@extschema@', lease, epoch_column);
-	EXECUTE format('CREATE TRIGGER pg_lease_fence_truncate BEFORE TRUNCATE ON %s'
-				   ' FOR EACH STATEMENT EXECUTE FUNCTION %s.lease_fence_trigger(%L, %L)',
-				   tbl, '@extschema@', lease, epoch_column);
+	-- Statement triggers are not cloned: TRUNCATE of a partition fires only
+	-- its own, so each existing partition gets one (run lease_fence again
+	-- after attaching partitions to cover their TRUNCATE too).
+	FOR part IN SELECT tbl UNION SELECT relid FROM pg_partition_tree(tbl) LOOP
+		EXECUTE format('CREATE TRIGGER pg_lease_fence_truncate BEFORE TRUNCATE ON %s'
+					   ' FOR EACH STATEMENT EXECUTE FUNCTION %s.lease_fence_trigger(%L, %L)',
+					   part, '@extschema@', lease, epoch_column);
+	END LOOP;
 END
 $fence$;
 COMMENT ON FUNCTION @extschema@.lease_fence(regclass, text, name) IS
@@ -180,7 +186,8 @@ CREATE FUNCTION @extschema@.lease_unfence(tbl regclass)
 	SET search_path = pg_catalog, pg_temp
 	AS $unfence$
 DECLARE
-	owner oid;
+	owner	oid;
+	part	regclass;
 BEGIN
 	IF tbl IS NULL THEN
 		RAISE EXCEPTION 'lease_unfence argument must not be null' USING ERRCODE = '22004';
@@ -192,13 +199,42 @@ BEGIN
 	IF EXISTS (SELECT FROM pg_trigger WHERE tgrelid = tbl AND tgname = 'pg_lease_fence') THEN
 		EXECUTE format('DROP TRIGGER pg_lease_fence ON %s', tbl);
 	END IF;
-	IF EXISTS (SELECT FROM pg_trigger WHERE tgrelid = tbl AND tgname = 'pg_lease_fence_truncate') THEN
-		EXECUTE format('DROP TRIGGER pg_lease_fence_truncate ON %s', tbl);
-	END IF;
+	FOR part IN SELECT t.tgrelid FROM pg_trigger t
+				 WHERE t.tgname = 'pg_lease_fence_truncate'
+				   AND t.tgrelid IN (SELECT tbl UNION SELECT relid FROM pg_partition_tree(tbl)) LOOP
+		EXECUTE format('DROP TRIGGER pg_lease_fence_truncate ON %s', part);
+	END LOOP;
 END
 $unfence$;
 COMMENT ON FUNCTION @extschema@.lease_unfence(regclass) IS
 	'remove a table''s fence';
+
+CREATE FUNCTION @extschema@.lease_prune(older_than interval, OUT pruned_leases bigint, OUT pruned_events bigint)
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $prune$
+DECLARE
+	cutoff	timestamptz;
+BEGIN
+	IF older_than IS NULL THEN
+		RAISE EXCEPTION 'older_than must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF older_than < interval '0' THEN
+		RAISE EXCEPTION 'older_than must not be negative' USING ERRCODE = '22023';
+	END IF;
+	cutoff := clock_timestamp() - older_than;
+	-- A lease that has been free or expired for that long; its epoch lives
+	-- on in the one counter, so a later grant of the name is still larger.
+	DELETE FROM @extschema@.leases l
+	 WHERE (l.holder IS NULL OR l.expires_at <= clock_timestamp()) AND l.expires_at < cutoff;
+	GET DIAGNOSTICS pruned_leases = ROW_COUNT;
+	DELETE FROM @extschema@.lease_events e WHERE e.time < cutoff;
+	GET DIAGNOSTICS pruned_events = ROW_COUNT;
+END
+$prune$;
+COMMENT ON FUNCTION @extschema@.lease_prune(interval) IS
+	'delete leases free or expired for longer than older_than, and older events; for administrators';
+REVOKE EXECUTE ON FUNCTION @extschema@.lease_prune(interval) FROM PUBLIC;
 
 -- Everyone may look; only the functions above may write.
 REVOKE ALL ON @extschema@.leases, @extschema@.lease_events, @extschema@.lease_epoch_seq FROM PUBLIC;

@@ -1,5 +1,6 @@
 -- messages: lower case, naming the lease, the token and the current epoch
 \set VERBOSITY default
+\set SHOW_CONTEXT never
 \set tl1 140737488355328
 SELECT setval('lease_epoch_seq', 8000);
 

@@ -1,0 +1,62 @@
+/*-------------------------------------------------------------------------
+ *
+ * epoch_list.c
+ *	  Parser of the pg_lease.epoch setting.
+ *
+ * Deliberately plain C with no server headers: the server calls it from
+ * the setting's check hook, and the fuzzer links it alone.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "epoch_list.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static const char *
+SkipBlanks(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+bool
+LeaseParseEpochList(const char *text, int64_t *epochs, int max,
+					int *count, const char **error)
+{
+	const char *p = SkipBlanks(text ? text : "");
+
+	*count = 0;
+	if (*p == '\0')
+		return true;			/* empty: no tokens */
+
+	for (;;)
+	{
+		char	   *end;
+		long long	value;
+
+		/* strtoll would accept a sign and leading blanks of its own */
+		if (*p < '0' || *p > '9')
+			break;
+		errno = 0;
+		value = strtoll(p, &end, 10);
+		if (errno == ERANGE || value <= 0)
+			break;
+		if (*count == max)
+		{
+			*error = "pg_lease.epoch lists too many epochs.";
+			return false;
+		}
+		epochs[(*count)++] = (int64_t) value;
+
+		p = SkipBlanks(end);
+		if (*p == '\0')
+			return true;
+		if (*p != ',')
+			break;
+		p = SkipBlanks(p + 1);
+	}
+	*error = "pg_lease.epoch must be a comma-separated list of positive epochs.";
+	return false;
+}
