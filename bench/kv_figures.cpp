@@ -1,0 +1,254 @@
+/// @file kv_figures.cpp
+/// @brief The stores people pick instead: etcd (v3 API through its JSON
+/// gateway, libcurl, one keep-alive HTTP connection per client) and Redis
+/// (hiredis, one connection per client).
+#include "figures.hpp"
+
+#include <curl/curl.h>
+#include <hiredis/hiredis.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <stdexcept>
+
+namespace bench {
+
+namespace {
+
+std::string base64(const std::string& in) {
+    static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
+                           static_cast<unsigned char>(in[i + 2]);
+        out += tbl[(v >> 18) & 63];
+        out += tbl[(v >> 12) & 63];
+        out += tbl[(v >> 6) & 63];
+        out += tbl[v & 63];
+    }
+    if (i + 1 == in.size()) {
+        const unsigned v = static_cast<unsigned char>(in[i]) << 16;
+        out += tbl[(v >> 18) & 63];
+        out += tbl[(v >> 12) & 63];
+        out += "==";
+    } else if (i + 2 == in.size()) {
+        const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+        out += tbl[(v >> 18) & 63];
+        out += tbl[(v >> 12) & 63];
+        out += tbl[(v >> 6) & 63];
+        out += '=';
+    }
+    return out;
+}
+
+std::size_t collect(char* data, std::size_t size, std::size_t n, void* user) {
+    static_cast<std::string*>(user)->append(data, size * n);
+    return size * n;
+}
+
+/// One keep-alive HTTP/1.1 connection to etcd's gateway.
+class etcd_client {
+public:
+    explicit etcd_client(std::string base) : m_base(std::move(base)), m_curl(curl_easy_init()) {
+        if (!m_curl)
+            throw std::runtime_error("curl_easy_init failed");
+        m_headers = curl_slist_append(m_headers, "Content-Type: application/json");
+        m_headers = curl_slist_append(m_headers, "Expect:");
+        curl_easy_setopt(m_curl, CURLOPT_HTTPHEADER, m_headers);
+        curl_easy_setopt(m_curl, CURLOPT_WRITEFUNCTION, collect);
+        curl_easy_setopt(m_curl, CURLOPT_WRITEDATA, &m_body);
+        curl_easy_setopt(m_curl, CURLOPT_TCP_NODELAY, 1L);
+        curl_easy_setopt(m_curl, CURLOPT_TIMEOUT_MS, 10000L);
+        curl_easy_setopt(m_curl, CURLOPT_NOSIGNAL, 1L);
+    }
+    etcd_client(const etcd_client&) = delete;
+    etcd_client& operator=(const etcd_client&) = delete;
+    ~etcd_client() {
+        curl_slist_free_all(m_headers);
+        curl_easy_cleanup(m_curl);
+    }
+
+    nlohmann::json post(const std::string& path, const nlohmann::json& body) {
+        const std::string text = body.dump();
+        const std::string url = m_base + path;
+        m_body.clear();
+        curl_easy_setopt(m_curl, CURLOPT_URL, url.c_str());
+        curl_easy_setopt(m_curl, CURLOPT_POSTFIELDS, text.c_str());
+        curl_easy_setopt(m_curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(text.size()));
+        const CURLcode rc = curl_easy_perform(m_curl);
+        if (rc != CURLE_OK)
+            throw std::runtime_error("etcd " + path + ": " + curl_easy_strerror(rc));
+        long status = 0;
+        curl_easy_getinfo(m_curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status != 200)
+            throw std::runtime_error("etcd " + path + ": HTTP " + std::to_string(status) + " " + m_body);
+        return nlohmann::json::parse(m_body);
+    }
+
+private:
+    std::string m_base;
+    CURL* m_curl;
+    curl_slist* m_headers = nullptr;
+    std::string m_body;
+};
+
+struct etcd_worker {
+    std::unique_ptr<etcd_client> http;
+    std::string key;     ///< base64
+    std::int64_t value = 0;
+    std::string lease_id;
+};
+
+} // namespace
+
+void run_etcd(const settings& s, report& out) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    for (const int n : s.clients) {
+        auto ws = open_workers<etcd_worker>(static_cast<std::size_t>(n), [&](std::size_t i) {
+            auto w = std::make_unique<etcd_worker>();
+            w->http = std::make_unique<etcd_client>(s.etcd_url);
+            w->key = base64("bench/" + s.tag + "/cas/" + std::to_string(n) + "/" + std::to_string(i));
+            w->http->post("/v3/kv/put", {{"key", w->key}, {"value", base64("0")}});
+            const auto grant = w->http->post("/v3/lease/grant", {{"TTL", 60}});
+            w->lease_id = grant.at("ID").get<std::string>();
+            return w;
+        });
+        std::vector<double> cas, keepalive;
+        for (int round = 0; round < s.rounds; ++round) {
+            // Durable: a txn is committed through raft and etcd's fsynced WAL.
+            cas.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
+                             etcd_worker& w = *ws[i];
+                             const nlohmann::json txn = {
+                                 {"compare",
+                                  {{{"key", w.key}, {"result", "EQUAL"}, {"target", "VALUE"},
+                                    {"value", base64(std::to_string(w.value))}}}},
+                                 {"success",
+                                  {{{"request_put", {{"key", w.key}, {"value", base64(std::to_string(w.value + 1))}}}}}}};
+                             const auto reply = w.http->post("/v3/kv/txn", txn);
+                             if (!reply.value("succeeded", false))
+                                 throw std::runtime_error("etcd CAS did not succeed");
+                             ++w.value;
+                             return 1;
+                         }).rate());
+            // Not persisted: the leader keeps lease expiry in memory.
+            keepalive.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
+                                   etcd_worker& w = *ws[i];
+                                   const auto reply = w.http->post("/v3/lease/keepalive", {{"ID", w.lease_id}});
+                                   if (!reply.contains("result") || !reply["result"].contains("TTL"))
+                                       throw std::runtime_error("etcd keepalive failed: " + reply.dump());
+                                   return 1;
+                               }).rate());
+        }
+        row r;
+        r.section = "etcd";
+        r.clients = n;
+        r.figure = "etcd txn compare-and-swap";
+        r.samples = cas;
+        r.value = median(cas);
+        r.note = "durable (raft log fsynced)";
+        log("etcd: CAS x" + std::to_string(n) + ": " + std::to_string(r.value));
+        out.add(r);
+        r.figure = "etcd lease keepalive";
+        r.samples = keepalive;
+        r.value = median(keepalive);
+        r.note = "NOT persisted (expiry kept in the leader's memory)";
+        log("etcd: keepalive x" + std::to_string(n) + ": " + std::to_string(r.value));
+        out.add(r);
+    }
+}
+
+namespace {
+
+struct redis_worker {
+    redisContext* c = nullptr;
+    std::string prefix;
+    std::int64_t n = 0;
+    std::string sha;
+    redis_worker() = default;
+    redis_worker(const redis_worker&) = delete;
+    redis_worker& operator=(const redis_worker&) = delete;
+    ~redis_worker() {
+        if (c)
+            redisFree(c);
+    }
+};
+
+redisReply* command(redis_worker& w, const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+        argv.push_back(a.c_str());
+        lens.push_back(a.size());
+    }
+    auto* reply = static_cast<redisReply*>(
+        redisCommandArgv(w.c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    if (reply == nullptr)
+        throw std::runtime_error(std::string{"redis: "} + w.c->errstr);
+    if (reply->type == REDIS_REPLY_ERROR) {
+        std::string msg = std::string{"redis: "} + reply->str;
+        freeReplyObject(reply);
+        throw std::runtime_error(msg);
+    }
+    return reply;
+}
+
+const char* renew_script = "if redis.call('get', KEYS[1]) == ARGV[1] then "
+                           "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+
+} // namespace
+
+void run_redis(const settings& s, report& out) {
+    for (const int n : s.clients) {
+        auto ws = open_workers<redis_worker>(static_cast<std::size_t>(n), [&](std::size_t i) {
+            auto w = std::make_unique<redis_worker>();
+            w->c = redisConnect(s.redis_host.c_str(), s.redis_port);
+            if (w->c == nullptr || w->c->err)
+                throw std::runtime_error("redis: cannot connect");
+            w->prefix = "bench:" + s.tag + ":" + std::to_string(n) + ":" + std::to_string(i) + ":";
+            redisReply* r = command(*w, {"SCRIPT", "LOAD", renew_script});
+            w->sha = r->str;
+            freeReplyObject(r);
+            freeReplyObject(command(*w, {"SET", w->prefix + "held", "me", "PX", "60000"}));
+            return w;
+        });
+        std::vector<double> setnx, renew;
+        for (int round = 0; round < s.rounds; ++round) {
+            // Acquire of a free key, as lease_acquire of a free lease.
+            setnx.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
+                               redis_worker& w = *ws[i];
+                               redisReply* r = command(w, {"SET", w.prefix + std::to_string(w.n++), "me", "NX", "PX", "2000"});
+                               const bool ok = r->type == REDIS_REPLY_STATUS;
+                               freeReplyObject(r);
+                               if (!ok)
+                                   throw std::runtime_error("redis SET NX refused a free key");
+                               return 1;
+                           }).rate());
+            renew.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
+                               redis_worker& w = *ws[i];
+                               redisReply* r = command(w, {"EVALSHA", w.sha, "1", w.prefix + "held", "me", "60000"});
+                               const bool ok = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+                               freeReplyObject(r);
+                               if (!ok)
+                                   throw std::runtime_error("redis compare-and-renew failed");
+                               return 1;
+                           }).rate());
+        }
+        row r;
+        r.section = "redis";
+        r.clients = n;
+        r.figure = "redis SET NX PX";
+        r.samples = setnx;
+        r.value = median(setnx);
+        r.note = "NOT durable: in memory, no fsync (appendonly off)";
+        log("redis: SET NX x" + std::to_string(n) + ": " + std::to_string(r.value));
+        out.add(r);
+        r.figure = "redis Lua compare-and-renew";
+        r.samples = renew;
+        r.value = median(renew);
+        log("redis: Lua renew x" + std::to_string(n) + ": " + std::to_string(r.value));
+        out.add(r);
+    }
+}
+
+} // namespace bench

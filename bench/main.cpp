@@ -1,0 +1,162 @@
+/// @file main.cpp
+/// @brief pglease_bench: pg_lease side by side with a bare compare-and-swap,
+/// unfenced writes, etcd and Redis, in one run on one machine.
+///
+///   pglease_bench [--pg CONNINFO] [--etcd URL] [--redis HOST:PORT]
+///                 [--clients 1,4,16] [--rounds 5] [--seconds 1]
+///                 [--failover-runs 30] [--handover-runs 40]
+///                 [--scale 10,1000,100000] [--scale-sessions 100]
+///                 [--only lease,fence,scale,etcd,redis,failover,handover]
+///                 [--json FILE] [--smoke]
+///
+/// Without --pg the PG* environment names the server (with the pg_lease
+/// extension created in the database).  Figures are medians over rounds;
+/// every comparison is a ratio within this run.  --smoke: a few seconds of
+/// every section (harness correctness only, no timing goals checked).
+#include "figures.hpp"
+
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace {
+
+std::vector<int> int_list(const std::string& text) {
+    std::vector<int> out;
+    std::stringstream ss{text};
+    std::string item;
+    while (std::getline(ss, item, ','))
+        out.push_back(std::stoi(item));
+    if (out.empty())
+        throw std::invalid_argument("empty list: " + text);
+    return out;
+}
+
+bench::settings parse(int argc, char** argv) {
+    bench::settings s;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const auto value = [&]() -> std::string {
+            if (i + 1 >= argc)
+                throw std::invalid_argument(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--pg")
+            s.pg_conninfo = value();
+        else if (a == "--etcd")
+            s.etcd_url = value();
+        else if (a == "--redis") {
+            const std::string v = value();
+            const auto colon = v.rfind(':');
+            s.redis_host = v.substr(0, colon);
+            if (colon != std::string::npos)
+                s.redis_port = std::stoi(v.substr(colon + 1));
+        } else if (a == "--clients")
+            s.clients = int_list(value());
+        else if (a == "--rounds")
+            s.rounds = std::stoi(value());
+        else if (a == "--seconds")
+            s.seconds = std::stod(value());
+        else if (a == "--failover-runs")
+            s.failover_runs = std::stoi(value());
+        else if (a == "--handover-runs")
+            s.handover_runs = std::stoi(value());
+        else if (a == "--scale")
+            s.scale_leases = int_list(value());
+        else if (a == "--scale-sessions")
+            s.scale_sessions = std::stoi(value());
+        else if (a == "--only")
+            s.only = value();
+        else if (a == "--json")
+            s.json_path = value();
+        else if (a == "--smoke") {
+            s.smoke = true;
+            s.clients = {1, 3};
+            s.rounds = 1;
+            s.seconds = 0.2;
+            s.failover_runs = 1;
+            s.handover_runs = 2;
+            s.scale_leases = {10, 200};
+            s.scale_sessions = 4;
+        } else
+            throw std::invalid_argument("unknown argument " + a);
+    }
+    if (s.rounds < 1 || s.seconds <= 0 || s.seconds > 60 || s.failover_runs < 1 || s.handover_runs < 1)
+        throw std::invalid_argument("rounds, seconds (<= 60) and run counts must be positive");
+    s.tag = std::to_string(getpid());
+    return s;
+}
+
+/// pg_lease renewals against etcd, at each client count.
+void compare_with_etcd(const bench::settings& s, bench::report& out) {
+    for (const int n : s.clients) {
+        const bench::row* renew = out.find("lease_renew", n);
+        const bench::row* keepalive = out.find("etcd lease keepalive", n);
+        const bench::row* cas = out.find("etcd txn compare-and-swap", n);
+        if (!renew)
+            continue;
+        const auto add = [&](const bench::row* other, const std::string& name, double goal) {
+            if (!other)
+                return;
+            bench::row r;
+            r.section = "vs_etcd";
+            r.figure = "lease_renew (durable) vs " + name;
+            r.clients = n;
+            r.value = renew->value;
+            r.samples = renew->samples;
+            r.baseline = other->value;
+            r.baseline_samples = other->samples;
+            r.baseline_name = name;
+            r.goal = goal;
+            out.add(std::move(r));
+        };
+        add(keepalive, "etcd keepalive", 1.0);
+        add(cas, "etcd txn CAS", 2.0);
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc >= 2 && std::strcmp(argv[1], "--leader-child") == 0)
+        return bench::leader_child(argc, argv);
+    bench::settings s;
+    try {
+        s = parse(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "pglease_bench: " << e.what() << "\n";
+        return 2;
+    }
+    bench::report out;
+    int status = 0;
+    try {
+        if (s.wants("lease"))
+            bench::run_lease_ops(s, out);
+        if (s.wants("fence"))
+            bench::run_fence(s, out);
+        if (s.wants("etcd") && !s.etcd_url.empty())
+            bench::run_etcd(s, out);
+        if (s.wants("redis") && !s.redis_host.empty())
+            bench::run_redis(s, out);
+        if (s.wants("handover"))
+            bench::run_handover(s, out);
+        if (s.wants("failover"))
+            bench::run_failover(s, out);
+        if (s.wants("scale"))
+            bench::run_scale(s, out);
+        compare_with_etcd(s, out);
+    } catch (const std::exception& e) {
+        std::cerr << "pglease_bench: " << e.what() << "\n";
+        status = 1;
+    }
+    bench::cleanup_pg(s);
+    out.print();
+    if (!s.json_path.empty())
+        out.write_json(s.json_path, s);
+    if (status == 0 && !out.all_positive()) {
+        std::cerr << "pglease_bench: a figure came out as zero\n";
+        status = 1;
+    }
+    return status;
+}
