@@ -3,10 +3,10 @@
 #include "pglease/pq_backend.hpp"
 
 #include "conninfo.hpp"
+#include "event_payload.hpp"
 #include "pglease/error.hpp"
 #include "wakeup_pipe.hpp"
 
-#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
 #include <poll.h>
@@ -26,11 +26,7 @@ public:
         , m_sink{sink} {}
 
     void operator()(const std::string& payload, int /*backend_pid*/) override {
-        try {
-            m_sink.insert(nlohmann::json::parse(payload).at("name").get<std::string>());
-        } catch (const std::exception&) {
-            m_sink.insert("*"); // unknown payload: wake every waiter
-        }
+        m_sink.insert(detail::notified_lease_name(payload));
     }
 
 private:
