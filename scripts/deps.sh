@@ -7,7 +7,7 @@ packages=(
 	build-essential cmake pkg-config clang
 	postgresql-15 postgresql-server-dev-15 postgresql-contrib
 	libpq-dev libpqxx-dev
-	googletest libgtest-dev libgmock-dev libbenchmark-dev
+	googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev
 	libcli11-dev libfmt-dev nlohmann-json3-dev
 	libfaketime pgbouncer procps iproute2 python3
 	etcd-server etcd-client redis-server redis-tools

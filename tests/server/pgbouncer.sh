@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Fencing through pgbouncer in transaction pooling mode: lease_use and
+# SET LOCAL pg_lease.epoch work, tokens never leak to the next transaction
+# on the same server connection, PGOPTIONS is refused loudly rather than
+# dropped, and (given the client test binary) the client's waiting acquire
+# falls back to the server-reported expiry without LISTEN.
+#
+#   tests/server/pgbouncer.sh [path/to/pglease_integration_tests]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../harness/pg_cluster.sh"
+source "$here/lib.sh"
+client_tests=${1:-}
+
+pg_cluster_start bouncer_db
+q "CREATE EXTENSION pg_lease; CREATE TABLE ledger (id int, epoch bigint); SELECT lease_fence('ledger', 'pool')" >/dev/null
+server_port=$PGPORT
+
+dir=$(pg_cluster_dir pgbouncer)
+mkdir -p "$dir"
+bouncer_port=$(pg_free_port)
+cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$server_port
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bouncer_port
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/userlist.txt
+pool_mode = transaction
+default_pool_size = 1
+max_client_conn = 50
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+INI
+echo '"postgres" ""' >"$dir/userlist.txt"
+[ "$(id -u)" -eq 0 ] && chown -R postgres: "$dir"
+stop_bouncer() { [ -f "$dir/pgbouncer.pid" ] && kill "$(cat "$dir/pgbouncer.pid")" 2>/dev/null; pg_cluster_stop_all; }
+trap stop_bouncer EXIT
+pg_as_owner pgbouncer -d "$dir/pgbouncer.ini"
+export PGPORT=$bouncer_port
+for _ in $(seq 1 50); do q "SELECT 1" >/dev/null 2>&1 && break; sleep 0.1; done
+
+epoch=$(q "SELECT epoch FROM lease_acquire('pool', 'leader', '1h')")
+check "lease_use in a transaction passes through the pooler" \
+	q "BEGIN; SELECT lease_use('pool', $epoch); INSERT INTO ledger VALUES (1, NULL); COMMIT;"
+check "SET LOCAL pg_lease.epoch in a transaction passes through the pooler" \
+	q "BEGIN; SET LOCAL pg_lease.epoch = '$epoch'; INSERT INTO ledger VALUES (2, NULL); COMMIT;"
+# one server connection serves every client: a token must not outlive its transaction
+q "BEGIN; SELECT lease_use('pool', $epoch); INSERT INTO ledger VALUES (3, NULL); COMMIT;" >/dev/null
+refused=$(q "INSERT INTO ledger VALUES (4, NULL)" 2>&1 || true)
+check "the next client on the same server connection carries no token (LS003)" \
+	grep -q "carries no fencing token" <<<"$refused"
+check "the writes were stamped with the epoch" \
+	test "$(q "SELECT count(*) FROM ledger WHERE epoch = $epoch")" = 3
+q "SELECT lease_revoke('pool')" >/dev/null
+q "SELECT epoch FROM lease_acquire('pool', 'successor', '1h')" >/dev/null
+stale=$(q "BEGIN; SELECT lease_use('pool', $epoch); INSERT INTO ledger VALUES (5, NULL); COMMIT;" 2>&1 || true)
+check "a stale leader is refused through the pooler (LS001)" grep -q "is stale" <<<"$stale"
+options=$(PGOPTIONS="-c pg_lease.epoch=$epoch" q "SELECT 1" 2>&1 || true)
+check "PGOPTIONS is refused by the pooler, not silently dropped" grep -qi "unsupported startup parameter" <<<"$options"
+
+if [ -n "$client_tests" ]; then
+	check "client: without LISTEN a waiting acquire wakes at the reported expiry, through the pooler" \
+		"$client_tests" --gtest_brief=1 \
+		--gtest_filter='pg_lease.without_listen_a_follower_wakes_at_the_reported_expiry:pg_lease.acquire_held_renew_release_round_trip:pg_lease.second_client_is_refused_and_learns_the_holder:pg_lease.fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_stale'
+fi
+finish
