@@ -1,0 +1,77 @@
+# etcd and Redis on free loopback ports for the benchmarks, sourced by
+# scripts/bench.sh and bench/smoke.sh.
+#
+#   source bench/servers.sh
+#   bench_etcd_start DIR      # sets BENCH_ETCD_URL
+#   bench_redis_start DIR     # sets BENCH_REDIS (host:port)
+#   bench_servers_stop        # stops both (call it from your EXIT trap)
+#
+# etcd keeps its defaults (its WAL is fsynced); Redis runs as people run it
+# for locks: in memory, no AOF, no snapshots, so it is not durable.
+
+BENCH_PIDS=()
+
+bench_free_port()
+{
+	local port
+	for _ in $(seq 1 200); do
+		port=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	return 1
+}
+
+bench_wait()
+{
+	local what=$1 tries=$2
+	shift 2
+	for _ in $(seq 1 "$tries"); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "bench: $what did not start" >&2
+	return 1
+}
+
+bench_etcd_start()
+{
+	local dir=$1 client peer
+	command -v etcd >/dev/null || return 1
+	client=$(bench_free_port) && peer=$(bench_free_port) || return 1
+	mkdir -p "$dir"
+	etcd --name bench --data-dir "$dir/etcd" \
+		--listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
+		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "bench=http://127.0.0.1:$peer" --log-level error >"$dir/etcd.log" 2>&1 &
+	BENCH_PIDS+=($!)
+	BENCH_ETCD_URL="http://127.0.0.1:$client"
+	bench_wait etcd 100 etcdctl --endpoints "$BENCH_ETCD_URL" endpoint health
+}
+
+bench_redis_start()
+{
+	local dir=$1 port
+	command -v redis-server >/dev/null || return 1
+	port=$(bench_free_port) || return 1
+	mkdir -p "$dir"
+	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+		--dir "$dir" --logfile "$dir/redis.log" &
+	BENCH_PIDS+=($!)
+	BENCH_REDIS="127.0.0.1:$port"
+	bench_wait redis 100 redis-cli -h 127.0.0.1 -p "$port" ping
+}
+
+bench_servers_stop()
+{
+	local pid
+	for pid in "${BENCH_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${BENCH_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	BENCH_PIDS=()
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The benchmark command.  Builds pglease_bench and the extension, installs
+# the extension, starts on loopback a throwaway PostgreSQL with default
+# durability (fsync on, synchronous_commit on), etcd (its defaults: WAL
+# fsynced) and Redis (in memory, no persistence), runs every figure, stops
+# them all whatever happens, prints one table and writes a JSON file.
+#
+#   scripts/bench.sh                          # full run, about 10 minutes
+#   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
+#   BENCH_JSON=out.json scripts/bench.sh      # default: bench-results.json
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+scripts/deps.sh
+# Benchmark-only packages (hiredis for Redis, libcurl for etcd's gateway).
+missing=()
+for p in libhiredis-dev libcurl4-openssl-dev; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+sudo=()
+[ "$(id -u)" -ne 0 ] && sudo=(sudo)
+if [ ${#missing[@]} -gt 0 ]; then
+	"${sudo[@]}" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build=${PGLEASE_BENCH_BUILD_DIR:-$root/build-bench}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$(nproc)" --target pglease_bench extension
+"${sudo[@]}" make -s -f Makefile.pgxs install >/dev/null
+
+export PG_TEST_FSYNC=on # the harness's default is fsync=off: not for benchmarks
+source tests/harness/pg_cluster.sh
+source bench/servers.sh
+work=$(mktemp -d /tmp/pglease_bench.XXXXXX)
+chmod 0755 "$work"
+trap 'bench_servers_stop; pg_cluster_stop_all; rm -rf "$work"' EXIT
+pg_cluster_start bench -c max_connections=200
+psql -X -q -c "CREATE EXTENSION pg_lease"
+bench_etcd_start "$work"
+bench_redis_start "$work"
+
+json=${BENCH_JSON:-$root/bench-results.json}
+echo "bench: PostgreSQL $PGHOST:$PGPORT (fsync on), etcd $BENCH_ETCD_URL, redis $BENCH_REDIS"
+echo "bench: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$build/bench/pglease_bench" --etcd "$BENCH_ETCD_URL" --redis "$BENCH_REDIS" --json "$json" "$@"
+echo "bench: load after: $(cut -d' ' -f1-3 /proc/loadavg); JSON in $json"
