@@ -1,0 +1,81 @@
+/// @file cluster.hpp
+/// @brief A throwaway PostgreSQL 15 cluster the suite owns: initdb, start
+/// (optionally under libfaketime), crash, restart, streaming standby,
+/// promotion. As root, server binaries run as the postgres user.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fault {
+
+inline constexpr const char* pg_bin = "/usr/lib/postgresql/15/bin";
+inline constexpr const char* faketime_lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+class cluster {
+public:
+    /// A cluster in @p root/@p name on a free loopback port (not created yet).
+    cluster(const std::string& root, const std::string& name);
+
+    /// initdb, then append @p conf to postgresql.conf.
+    void init(const std::vector<std::string>& conf);
+    /// A streaming standby of @p primary (pg_basebackup -R), then @p conf.
+    void basebackup_from(const cluster& primary, const std::vector<std::string>& conf);
+    /// Starts the postmaster; under libfaketime (wall clock only) when
+    /// @p faketime, reading offsets from clock_file().
+    void start(bool faketime = false);
+    /// pg_ctl stop -m @p mode (fast, immediate).
+    void stop(const std::string& mode);
+    /// pg_ctl promote -w.
+    void promote();
+    /// Appends @p line to postgresql.conf and reloads if running.
+    void configure(const std::string& line, bool reload);
+    /// Removes the data directory (stopped clusters only).
+    void wipe();
+
+    /// Steps the server's wall clock to real time + @p seconds (libfaketime).
+    void set_clock_offset(int seconds) const;
+
+    [[nodiscard]] int port() const noexcept { return m_port; }
+    [[nodiscard]] const std::string& dir() const noexcept { return m_dir; }
+    [[nodiscard]] std::string data() const { return m_dir + "/data"; }
+    [[nodiscard]] std::string clock_file() const { return m_dir + "/faketime"; }
+    [[nodiscard]] std::string conninfo() const;
+    [[nodiscard]] bool started() const noexcept { return m_started; }
+
+private:
+    void append_conf(const std::vector<std::string>& conf) const;
+    std::string m_dir;
+    std::string m_log;
+    int m_port;
+    bool m_started = false;
+    bool m_faketime = false;
+};
+
+/// pgbouncer in transaction pooling mode in front of @p target, run as the
+/// postgres user (it refuses root), trust auth with an auth_file.
+class bouncer {
+public:
+    bouncer(const std::string& root, const cluster& target);
+    ~bouncer();
+    bouncer(const bouncer&) = delete;
+    bouncer& operator=(const bouncer&) = delete;
+    bouncer(bouncer&&) = delete;
+    bouncer& operator=(bouncer&&) = delete;
+
+    void start();
+    void stop() noexcept;
+    [[nodiscard]] int port() const noexcept { return m_port; }
+    [[nodiscard]] std::string conninfo() const;
+
+private:
+    std::string m_dir;
+    int m_port;
+    int m_target_port;
+    bool m_started = false;
+};
+
+/// Makes @p path owned by postgres (when root) and world-readable.
+void give_to_postgres(const std::string& path);
+
+} // namespace fault

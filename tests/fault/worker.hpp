@@ -1,0 +1,33 @@
+/// @file worker.hpp
+/// @brief One worker process: an elector campaigning for a lease through
+/// the client library, and a writer appending fenced rows, recording every
+/// operation with CLOCK_MONOTONIC times.
+#pragma once
+
+#include <string>
+
+namespace fault {
+
+/// What a worker does; passed on its command line as --key=value.
+struct worker_settings {
+    std::string label;      ///< process label, e.g. "p3"; identities are label.generation
+    std::string lease;      ///< lease name; the fenced table is fw_<lease>
+    std::string conninfo;   ///< libpq connection string (loopback only)
+    std::string history;    ///< path of this worker's history file
+    int ttl_ms = 1000;
+    int renew_deadline_ms = 600;
+    int retry_ms = 200;
+    int write_interval_ms = 20;
+    int duration_ms = 60000; ///< the worker exits by itself after this
+    bool listen = true;      ///< false through a transaction pooler
+    bool storm = false;      ///< random resign / campaign again
+    unsigned seed = 1;
+};
+
+/// Parses "--key=value" arguments (argv after "worker").
+worker_settings parse_worker_args(int argc, char** argv);
+
+/// The worker's main; returns the exit status.
+int run_worker(const worker_settings& s);
+
+} // namespace fault
