@@ -1,0 +1,59 @@
+/// @file cmd_status.cpp
+/// @brief `pglease status [NAME] [--json]`: the lease_status view.
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "status_format.hpp"
+
+#include <pqxx/pqxx>
+
+#include <iostream>
+
+namespace pglease::cli {
+
+int cmd_status(const global_options& g, const std::string& name, bool json) {
+    try {
+        pqxx::connection conn{plain_conninfo(g)};
+        pqxx::nontransaction tx{conn};
+        tx.exec0("SET TIME ZONE 'UTC'");
+        const std::string sql =
+            "SELECT name, holder, epoch, coalesce(valid, false), "
+            "greatest(coalesce((extract(epoch FROM remaining) * 1000)::bigint, 0), 0), "
+            "coalesce((extract(epoch FROM ttl) * 1000)::bigint, 0), coalesce(transitions, 0), "
+            "coalesce(to_char(acquired_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), "
+            "coalesce(to_char(renewed_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), "
+            "coalesce(to_char(expires_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), '') "
+            "FROM " + qualified(g, "lease_status") +
+            " WHERE $1::text IS NULL OR name = $1 ORDER BY name";
+        const pqxx::result r =
+            name.empty() ? tx.exec_params(sql, nullptr) : tx.exec_params(sql, name);
+        std::vector<status_row> rows;
+        for (const auto& row : r) {
+            status_row s;
+            s.name = row[0].as<std::string>();
+            if (!row[1].is_null())
+                s.holder = row[1].as<std::string>();
+            s.epoch = row[2].as<std::int64_t>();
+            s.valid = row[3].as<bool>();
+            s.remaining = std::chrono::milliseconds{row[4].as<long long>()};
+            s.ttl = std::chrono::milliseconds{row[5].as<long long>()};
+            s.transitions = row[6].as<std::int64_t>();
+            s.acquired_at = row[7].as<std::string>();
+            s.renewed_at = row[8].as<std::string>();
+            s.expires_at = row[9].as<std::string>();
+            rows.push_back(std::move(s));
+        }
+        if (!name.empty() && rows.empty()) {
+            std::cerr << "pglease: error: no lease named \"" << name << "\"" << std::endl;
+            return exit_error;
+        }
+        if (json)
+            std::cout << (name.empty() ? status_json_array(rows) : status_json(rows.front())) << std::endl;
+        else
+            std::cout << format_status_table(rows) << std::flush;
+        return exit_ok;
+    } catch (const std::exception& e) {
+        return report_error(e);
+    }
+}
+
+} // namespace pglease::cli

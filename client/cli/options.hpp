@@ -1,0 +1,84 @@
+/// @file options.hpp
+/// @brief What the command line asked for, as plain data (no I/O).
+#pragma once
+
+#include "conninfo.hpp"
+#include "run_plan.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pglease::cli {
+
+/// Options of the command itself (before or after the subcommand).
+struct global_options {
+    connection_args conn; ///< -d, -h, -p, -U
+    std::string schema;   ///< --schema: where the extension lives ("" = search_path)
+    bool quiet = false;   ///< -q: no informational messages on stderr
+};
+
+/// `pglease run`.
+struct run_args {
+    std::string lease;
+    std::string identity; ///< empty: pglease::default_identity()
+    bool no_wait = false;
+    run_timing timing;
+    std::vector<std::string> command;
+};
+
+/// `pglease acquire|renew|release|revoke`.
+struct primitive_args {
+    std::string lease;
+    std::string identity;
+    std::int64_t epoch = 0;
+    std::chrono::milliseconds ttl{15000};               ///< acquire
+    std::optional<std::chrono::milliseconds> ttl_given; ///< renew: NULL (keep) unless given
+    std::chrono::milliseconds wait{0};                  ///< acquire --wait
+    bool json = false;
+};
+
+/// `pglease status|watch`.
+struct view_args {
+    std::string lease; ///< empty: all leases
+    bool json = false;
+    long count = 0; ///< watch: stop after this many events (0: never)
+};
+
+/// `pglease fence|unfence`.
+struct fence_args {
+    std::string table;
+    std::string lease;
+    std::string column{"epoch"};
+};
+
+/// The subcommand chosen and its arguments.
+struct parsed_command {
+    enum class kind { none, run, status, watch, acquire, renew, release, revoke, fence, unfence };
+    kind what = kind::none;
+    global_options global;
+    run_args run;
+    primitive_args primitive;
+    view_args view;
+    fence_args fence;
+};
+
+/// The outcome of parsing: either a command to execute (exit_code < 0), or
+/// an exit code with text to print (help on stdout: 0; usage error on
+/// stderr: 2).
+struct parse_result {
+    int exit_code = -1;
+    std::string out; ///< for stdout (help)
+    std::string err; ///< for stderr (usage errors)
+    parsed_command command;
+};
+
+/// Parses the arguments of `pglease` (without argv[0]). Never throws (a
+/// std::bad_alloc aside); never does I/O. Rules: the first "--" ends the
+/// command's own arguments (the rest is `run`'s CMD); durations go through
+/// parse_duration(); every mistake is exit code 2 with a message.
+[[nodiscard]] parse_result parse_command_line(const std::vector<std::string>& args);
+
+} // namespace pglease::cli

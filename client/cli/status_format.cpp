@@ -1,0 +1,84 @@
+/// @file status_format.cpp
+/// @brief `pglease status` output.
+#include "status_format.hpp"
+
+#include "duration.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+
+namespace pglease::cli {
+namespace {
+
+nlohmann::ordered_json to_json(const status_row& r) {
+    nlohmann::ordered_json j;
+    j["name"] = r.name;
+    j["holder"] = r.holder ? nlohmann::ordered_json(*r.holder) : nlohmann::ordered_json(nullptr);
+    j["epoch"] = r.epoch;
+    j["valid"] = r.valid;
+    j["state"] = status_state(r);
+    j["remaining_ms"] = r.remaining.count();
+    j["ttl_ms"] = r.ttl.count();
+    j["transitions"] = r.transitions;
+    const auto text_or_null = [](const std::string& s) {
+        return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s);
+    };
+    j["acquired_at"] = text_or_null(r.acquired_at);
+    j["renewed_at"] = text_or_null(r.renewed_at);
+    j["expires_at"] = text_or_null(r.expires_at);
+    return j;
+}
+
+std::string dump(const nlohmann::ordered_json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace
+
+const char* status_state(const status_row& row) noexcept {
+    if (row.valid)
+        return "held";
+    return row.holder ? "expired" : "free";
+}
+
+std::string format_status_table(const std::vector<status_row>& rows) {
+    if (rows.empty())
+        return "(no leases)\n";
+    using line = std::array<std::string, 8>;
+    std::vector<line> cells;
+    cells.push_back({"NAME", "HOLDER", "EPOCH", "STATE", "REMAINING", "TTL", "TRANSITIONS", "EXPIRES_AT"});
+    for (const auto& r : rows)
+        cells.push_back({r.name, r.holder.value_or("-"), std::to_string(r.epoch), status_state(r),
+                         r.valid ? format_duration(r.remaining) : "-", format_duration(r.ttl),
+                         std::to_string(r.transitions), r.expires_at.empty() ? "-" : r.expires_at});
+    std::array<std::size_t, 8> width{};
+    for (const auto& c : cells)
+        for (std::size_t i = 0; i < c.size(); ++i)
+            width[i] = std::max(width[i], c[i].size());
+    std::string out;
+    for (const auto& c : cells) {
+        std::string text;
+        for (std::size_t i = 0; i < c.size(); ++i) {
+            text += c[i];
+            if (i + 1 < c.size())
+                text.append(width[i] - c[i].size() + 2, ' ');
+        }
+        out += text + '\n';
+    }
+    return out;
+}
+
+std::string status_json(const status_row& row) {
+    return dump(to_json(row));
+}
+
+std::string status_json_array(const std::vector<status_row>& rows) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (const auto& r : rows)
+        a.push_back(to_json(r));
+    return dump(a);
+}
+
+} // namespace pglease::cli
