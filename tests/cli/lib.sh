@@ -1,0 +1,76 @@
+# Shared helpers of the pglease command tests. Sourced by test_*.sh, which
+# CTest runs with PGLEASE=<path of the built binary> and the PG* variables of
+# a server with `CREATE EXTENSION pg_lease` (scripts/test.sh provides one).
+set -euo pipefail
+
+: "${PGLEASE:?PGLEASE must name the pglease binary}"
+: "${PGPORT:?PG* variables must name a running server with pg_lease}"
+psql -X -q -A -t -c "SELECT 1 FROM pg_extension WHERE extname = 'pg_lease'" | grep -q 1 ||
+	{ echo "FAIL: no pg_lease extension on the server of PGHOST=${PGHOST:-} PGPORT=$PGPORT" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/pglease_cli_test.XXXXXX)
+chmod 0777 "$TMP"
+BG_PIDS=()
+
+cleanup()
+{
+	local pid
+	for pid in "${BG_PIDS[@]}"; do
+		kill -CONT "$pid" 2>/dev/null || true
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+	for f in "$TMP"/*.pgid; do
+		[ -f "$f" ] || continue
+		kill -CONT -"$(cat "$f")" 2>/dev/null || true
+		kill -KILL -"$(cat "$f")" 2>/dev/null || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+# A lease or table name no other test (or run) uses.
+unique() { echo "cli_${1}_$$_${RANDOM}"; }
+
+# One value from SQL.
+sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$1"; }
+
+# wait_until SECONDS COMMAND...: retries COMMAND every 50 ms.
+wait_until()
+{
+	local deadline=$(($(date +%s%N) + $1 * 1000000000))
+	shift
+	until "$@"; do
+		[ "$(date +%s%N)" -lt "$deadline" ] || return 1
+		sleep 0.05
+	done
+}
+
+# expect_rc WANT COMMAND...: runs COMMAND, fails the test unless it exits WANT.
+expect_rc()
+{
+	local want=$1 rc=0
+	shift
+	"$@" || rc=$?
+	[ "$rc" -eq "$want" ] || fail "expected exit $want, got $rc from: $*"
+}
+
+# wait_pid PID SECONDS: waits for background PID (a child of this shell) and
+# sets RC to its status; fails the test if it is still running after SECONDS.
+wait_pid()
+{
+	local pid=$1
+	wait_until "$2" bash -c "! kill -0 $pid 2>/dev/null || [ \"\$(ps -o stat= -p $pid)\" = Z ]" ||
+		fail "process $pid still running after $2 s"
+	RC=0
+	wait "$pid" || RC=$?
+}
+
+# group_gone PGID: no process left in the group.
+group_gone() { ! kill -0 -"$1" 2>/dev/null; }
+
+lease_holder() { sql "SELECT coalesce(holder, '') FROM leases WHERE name = '$1'"; }
+lease_epoch() { sql "SELECT epoch FROM leases WHERE name = '$1'"; }
+lease_valid() { [ "$(sql "SELECT coalesce(valid, false) FROM lease_status WHERE name = '$1'")" = t ]; }

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# pglease run: environment and PGOPTIONS, exit status passed through,
+# --no-wait while held (75), waiting for a lease that expires, release at exit.
+source "$(dirname "$0")/lib.sh"
+
+lease=$(unique basics)
+
+# 1. The job sees the lease; PGOPTIONS keeps what the caller had.
+PGOPTIONS="-c work_mem=2MB" "$PGLEASE" run --lease "$lease" --ttl 2s --identity basics-1 -- \
+	sh -c 'printf "%s|%s|%s|%s\n" "$PGLEASE_NAME" "$PGLEASE_EPOCH" "$PGLEASE_HOLDER" "$PGOPTIONS"
+	       psql -X -A -t -c "SHOW pg_lease.epoch"' >"$TMP/env.out"
+IFS='|' read -r name epoch holder options <"$TMP/env.out"
+[ "$name" = "$lease" ] || fail "PGLEASE_NAME=$name"
+[ "$holder" = basics-1 ] || fail "PGLEASE_HOLDER=$holder"
+[[ "$epoch" =~ ^[0-9]+$ ]] || fail "PGLEASE_EPOCH=$epoch"
+[ "$options" = "-c work_mem=2MB -c pg_lease.epoch=$epoch" ] || fail "PGOPTIONS=$options"
+[ "$(sed -n 2p "$TMP/env.out")" = "$epoch" ] || fail "psql in the job does not carry pg_lease.epoch"
+pass "environment and PGOPTIONS"
+
+# 2. Released at exit: free at once, with a 'released' event for that epoch.
+[ "$(lease_holder "$lease")" = "" ] || fail "lease not released after the job"
+[ "$(sql "SELECT count(*) FROM lease_events WHERE name = '$lease' AND event = 'released' AND epoch = $epoch")" = 1 ] ||
+	fail "no released event"
+pass "released when the job ends"
+
+# 3. Exit status passed through; 128+N for a signal; 127 for a missing command.
+expect_rc 7 "$PGLEASE" -q run --lease "$lease" --ttl 2s -- sh -c 'exit 7'
+expect_rc 0 "$PGLEASE" -q run --lease "$lease" --ttl 2s -- true
+expect_rc 137 "$PGLEASE" -q run --lease "$lease" --ttl 2s -- sh -c 'kill -KILL $$'
+expect_rc 127 "$PGLEASE" -q run --lease "$lease" --ttl 2s -- /nonexistent/command
+[ "$(lease_holder "$lease")" = "" ] || fail "lease not released after a failed exec"
+pass "exit status passed through"
+
+# 4. Held elsewhere: --no-wait exits 75 at once, without running the job.
+other=$("$PGLEASE" acquire "$lease" --identity somebody-else --ttl 2s)
+start=$(date +%s%N)
+expect_rc 75 "$PGLEASE" run --lease "$lease" --no-wait -- touch "$TMP/ran"
+[ ! -e "$TMP/ran" ] || fail "the job ran although the lease was held"
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 1500 ] || fail "--no-wait did not exit at once"
+pass "--no-wait while held: 75"
+
+# 5. Without --no-wait it waits for the expiry, then runs with a larger epoch.
+"$PGLEASE" -q run --lease "$lease" --ttl 2s -- sh -c 'echo "$PGLEASE_EPOCH"' >"$TMP/waited.out"
+[ "$(cat "$TMP/waited.out")" -gt "$other" ] || fail "the waiting run did not get a larger epoch"
+pass "waits for the lease, then runs"
