@@ -107,6 +107,18 @@ double percentile(std::vector<double> v, double p) {
     return v[rank - 1];
 }
 
+double row::ratio() const {
+    if (paired && !samples.empty() && samples.size() == baseline_samples.size()) {
+        std::vector<double> ratios;
+        for (std::size_t i = 0; i < samples.size(); ++i)
+            if (baseline_samples[i] > 0)
+                ratios.push_back(samples[i] / baseline_samples[i]);
+        if (ratios.size() == samples.size())
+            return median(ratios);
+    }
+    return baseline > 0 ? value / baseline : 0;
+}
+
 void report::add(row r) {
     m_rows.push_back(std::move(r));
 }
@@ -136,7 +148,7 @@ std::string fmt(double v, int prec = 0) {
 std::string ratio_text(const row& r) {
     if (r.baseline_name.empty() || r.baseline <= 0)
         return "";
-    return fmt(r.value / r.baseline, 2) + "x";
+    return fmt(r.ratio(), 2) + "x";
 }
 
 std::string goal_text(const row& r) {
@@ -144,13 +156,14 @@ std::string goal_text(const row& r) {
         return "";
     if (r.goal_max)
         return (r.value <= r.goal ? "met (<= " : "MISSED (<= ") + fmt(r.goal) + " " + r.unit + ")";
-    const double ratio = r.baseline > 0 ? r.value / r.baseline : 0;
+    const double ratio = r.ratio();
     return (ratio >= r.goal ? "met (>= " : "MISSED (>= ") + fmt(r.goal, 2) + "x)";
 }
 
 } // namespace
 
 void report::print() const {
+    // ratio: median over rounds of (figure / baseline measured next to it)
     const char* header = "| figure | clients | pg_lease | baseline | ratio | goal | note |\n"
                          "|---|---:|---:|---|---:|---|---|\n";
     std::cout << "\n" << header;
@@ -187,12 +200,12 @@ void report::write_json(const std::string& path, const settings& s) const {
             o["baseline"] = r.baseline;
             o["baseline_samples"] = r.baseline_samples;
             if (r.baseline > 0)
-                o["ratio"] = r.value / r.baseline;
+                o["ratio"] = r.ratio();
         }
         if (r.goal > 0) {
             o["goal"] = r.goal;
             o["goal_kind"] = r.goal_max ? "max" : "min_ratio";
-            o["goal_met"] = r.goal_max ? r.value <= r.goal : (r.baseline > 0 && r.value / r.baseline >= r.goal);
+            o["goal_met"] = r.goal_max ? r.value <= r.goal : (r.baseline > 0 && r.ratio() >= r.goal);
         }
         if (!r.note.empty())
             o["note"] = r.note;

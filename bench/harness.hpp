@@ -71,6 +71,10 @@ struct row {
     std::string note;
     std::vector<double> samples;           ///< value per round
     std::vector<double> baseline_samples;  ///< baseline per round
+    bool paired = true;        ///< samples[i] and baseline_samples[i] ran side by side
+
+    /// Median of the per-round ratios when paired, else ratio of medians.
+    [[nodiscard]] double ratio() const;
 };
 
 class report {

@@ -108,6 +108,7 @@ void compare_with_etcd(const bench::settings& s, bench::report& out) {
             r.baseline = other->value;
             r.baseline_samples = other->samples;
             r.baseline_name = name;
+            r.paired = false; // measured at different times of the run
             r.goal = goal;
             out.add(std::move(r));
         };

@@ -174,25 +174,27 @@ void run_lease_ops(const settings& s, report& out) {
                 return c;
             });
         }
+        const std::pair<const char*, std::int64_t (*)(lease_client&)> phases[] = {
+            {"acquire", op_acquire}, {"renew", op_renew}, {"release", op_release}};
         for (int round = 0; round < s.rounds; ++round) {
-            // ABBA order, so a drift in background load hits both sides alike.
-            for (int k = 0; k < 2; ++k) {
-                const int bare = (round + k) % 2;
-                auto& cs = sides[bare];
-                const std::string side = bare ? "bare " : "ext ";
-                const auto phase = [&](const char* name, std::int64_t (*op)(lease_client&)) {
-                    const phase_result r = run_phase(cs.size(), s.seconds, [&](std::size_t i) { return op(*cs[i]); });
-                    samples[side + name].push_back(r.rate());
-                };
-                phase("acquire", op_acquire);
-                for (auto& c : cs)
-                    if (c->epochs.size() == c->names.size())
-                        log("lease ops: a client used its whole pool of " + std::to_string(per) +
-                            " free leases; acquire rate is a lower bound");
-                phase("renew", op_renew);
-                phase("release", op_release);
-                finish_round(cs);
+            // Each phase runs on both sides back to back, in ABBA order from
+            // round to round, so a change in background load hits both alike.
+            for (const auto& [name, op] : phases) {
+                for (int k = 0; k < 2; ++k) {
+                    const int bare = (round + k) % 2;
+                    auto& cs = sides[bare];
+                    const phase_result r = run_phase(cs.size(), s.seconds,
+                                                     [&, op = op](std::size_t i) { return op(*cs[i]); });
+                    samples[std::string{bare ? "bare " : "ext "} + name].push_back(r.rate());
+                    if (std::string{name} == "acquire")
+                        for (auto& c : cs)
+                            if (c->epochs.size() == c->names.size())
+                                log("lease ops: a client used its whole pool of " + std::to_string(per) +
+                                    " free leases; acquire rate is a lower bound");
+                }
             }
+            for (auto& cs : sides)
+                finish_round(cs);
         }
         const struct {
             const char* op;
@@ -308,10 +310,12 @@ void run_fence(const settings& s, report& out) {
             });
         }
         for (int round = 0; round < s.rounds; ++round) {
-            // Rotate the order of the variants from round to round.
+            // The baseline first, then the fenced variants; reversed every
+            // other round, so the baseline is always next to one of them.
             const std::size_t count = std::size(variants);
             for (std::size_t k = 0; k < count; ++k) {
-                const variant& v = variants[(k + static_cast<std::size_t>(round)) % count];
+                const std::size_t group = k < 4 ? 0 : 4, size = k < 4 ? 4 : 3, at = k - group;
+                const variant& v = variants[group + (round % 2 ? size - 1 - at : at)];
                 auto& cs = clients[v.key];
                 truncate();
                 const phase_result r = run_phase(cs.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
