@@ -7,7 +7,7 @@
 #
 #   scripts/bench.sh                          # full run, about 10 minutes
 #   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
-#   BENCH_JSON=out.json scripts/bench.sh      # default: bench-results.json
+#   BENCH_JSON=out.json scripts/bench.sh      # default: $build/bench-results.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -25,7 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-build=${PGLEASE_BENCH_BUILD_DIR:-$root/build-bench}
+build=${PGLEASE_BENCH_BUILD_DIR:-${TMPDIR:-/tmp}/pglease-bench-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$(nproc)" --target pglease_bench extension
 "${sudo[@]}" make -s -f Makefile.pgxs install >/dev/null
@@ -41,7 +41,7 @@ psql -X -q -c "CREATE EXTENSION pg_lease"
 bench_etcd_start "$work"
 bench_redis_start "$work"
 
-json=${BENCH_JSON:-$root/bench-results.json}
+json=${BENCH_JSON:-$build/bench-results.json}
 echo "bench: PostgreSQL $PGHOST:$PGPORT (fsync on), etcd $BENCH_ETCD_URL, redis $BENCH_REDIS"
 echo "bench: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$build/bench/pglease_bench" --etcd "$BENCH_ETCD_URL" --redis "$BENCH_REDIS" --json "$json" "$@"
