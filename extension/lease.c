@@ -169,6 +169,31 @@ LeaseCheckQuota(void)
 						 "or raise pg_lease.max_leases_per_role.")));
 }
 
+/*
+ * Lock the row and tell whether (holder, epoch) is its grant of record,
+ * expired or not; a grant of record made by another role is refused.
+ */
+static bool
+LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch, LeaseRow *row)
+{
+	if (!LeaseFetchRow(LEASE_PLAN_LOCK, name, row) ||
+		!LeaseTextEqual(row->holder, holder) || row->epoch != epoch)
+		return false;
+	LeaseCheckRole(name, row);
+	return true;
+}
+
+/* Free a held lease whose row is locked, and record why. */
+static void
+LeaseFreeLocked(text *name, const LeaseRow *row, const char *event)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[2] = {PointerGetDatum(name), TimestampTzGetDatum(now)};
+
+	LeaseExecute(LEASE_PLAN_FREE, values, NULL, SPI_OK_UPDATE);
+	LeaseRecordEvent(event, name, row->holder, row->epoch, Min(now, row->expires_at));
+}
+
 typedef struct LeaseGrant
 {
 	bool		acquired;
@@ -347,16 +372,12 @@ lease_renew(PG_FUNCTION_ARGS)
 	TimestampTz expires_at = 0;
 
 	LeaseBegin(fcinfo);
-	if (LeaseFetchRow(LEASE_PLAN_LOCK, name, &row) &&
-		LeaseTextEqual(row.holder, holder) && row.epoch == epoch)
+	/* expiry as of now, with the row locked: never revive a lease */
+	if (LeaseLockGrantOfRecord(name, holder, epoch, &row) &&
+		LeaseValidAt(&row, GetCurrentTimestamp()))
 	{
-		LeaseCheckRole(name, &row);
-		/* expiry as of now, with the row locked: never revive a lease */
-		if (LeaseValidAt(&row, GetCurrentTimestamp()))
-		{
-			expires_at = LeaseExtendLocked(name, ttl_usec > 0 ? ttl_usec : row.ttl_usec);
-			renewed = true;
-		}
+		expires_at = LeaseExtendLocked(name, ttl_usec > 0 ? ttl_usec : row.ttl_usec);
+		renewed = true;
 	}
 	LeaseEnd(name);
 
@@ -377,15 +398,9 @@ lease_release(PG_FUNCTION_ARGS)
 	bool		released = false;
 
 	LeaseBegin(fcinfo);
-	if (LeaseFetchRow(LEASE_PLAN_LOCK, name, &row) &&
-		LeaseTextEqual(row.holder, holder) && row.epoch == epoch)
+	if (LeaseLockGrantOfRecord(name, holder, epoch, &row))
 	{
-		TimestampTz now = GetCurrentTimestamp();
-		Datum		values[2] = {PointerGetDatum(name), TimestampTzGetDatum(now)};
-
-		LeaseCheckRole(name, &row);
-		LeaseExecute(LEASE_PLAN_FREE, values, NULL, SPI_OK_UPDATE);
-		LeaseRecordEvent("released", name, holder, epoch, Min(now, row.expires_at));
+		LeaseFreeLocked(name, &row, "released");
 		released = true;
 	}
 	LeaseEnd(name);
@@ -404,11 +419,7 @@ lease_revoke(PG_FUNCTION_ARGS)
 	LeaseBegin(fcinfo);
 	if (LeaseFetchRow(LEASE_PLAN_LOCK, name, &row) && row.holder != NULL)
 	{
-		TimestampTz now = GetCurrentTimestamp();
-		Datum		values[2] = {PointerGetDatum(name), TimestampTzGetDatum(now)};
-
-		LeaseExecute(LEASE_PLAN_FREE, values, NULL, SPI_OK_UPDATE);
-		LeaseRecordEvent("revoked", name, row.holder, row.epoch, Min(now, row.expires_at));
+		LeaseFreeLocked(name, &row, "revoked");
 		revoked = true;
 	}
 	LeaseEnd(name);
