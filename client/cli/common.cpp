@@ -89,7 +89,11 @@ int report_error(const std::exception& e) {
     if (const auto* pe = dynamic_cast<const pglease::error*>(&e)) {
         print_error(pe->what(), pe->sqlstate());
     } else if (const auto* se = dynamic_cast<const pqxx::sql_error*>(&e)) {
-        print_error(se->what(), se->sqlstate());
+        std::string state = se->sqlstate();
+        // libpqxx 6.4 throws insufficient_privilege without its SQLSTATE.
+        if (state.empty() && dynamic_cast<const pqxx::insufficient_privilege*>(&e) != nullptr)
+            state = "42501";
+        print_error(se->what(), state);
     } else {
         print_error(e.what(), {});
     }
