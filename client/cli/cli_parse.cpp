@@ -51,7 +51,8 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     if (dash != args.end())
         tail.emplace(dash + 1, args.end());
 
-    CLI::App app{"pglease: lease-based leader election with fencing tokens, in PostgreSQL", "pglease"};
+    CLI::App app{"pglease: lease-based leader election with fencing tokens, in PostgreSQL",
+                 "pglease"};
     app.set_help_flag("--help", "Print this help and exit");
     app.require_subcommand(1, 1);
     app.fallthrough();
@@ -67,13 +68,15 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     // run
     std::string run_ttl = "15s", run_kill_after;
     std::vector<std::string> run_positional;
-    auto* run = app.add_subcommand("run", "Run a command while holding a lease; kill it when the lease is lost");
+    auto* run = app.add_subcommand(
+        "run", "Run a command while holding a lease; kill it when the lease is lost");
     run->add_option("--lease", pc.run.lease, "Lease name")->required();
     run->add_option("--ttl", run_ttl, "Lease time to live (default 15s)")->check(duration_check);
     run->add_option("--identity", pc.run.identity, "Holder identity (default: host:pid:random)");
     run->add_flag("--no-wait", pc.run.no_wait, "Exit 75 at once when the lease is held elsewhere");
     run->add_option("--kill-after", run_kill_after,
-                    "Grace between SIGTERM and SIGKILL when the lease is lost (default min(ttl/5, 10s), at most ttl/3)")
+                    "Grace between SIGTERM and SIGKILL when the lease is lost (default min(ttl/5, "
+                    "10s), at most ttl/3)")
         ->check(duration_check);
     run->add_option("command", run_positional, "CMD ARGS... (after --)");
     run->footer(
@@ -90,38 +93,50 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
 
     // status, watch
     std::string status_name, status_opt, watch_name, watch_opt;
-    auto* status = app.add_subcommand("status", "Show leases: holder, epoch, valid or not, time remaining");
+    auto* status =
+        app.add_subcommand("status", "Show leases: holder, epoch, valid or not, time remaining");
     add_lease_name(status, status_name, status_opt);
     status->add_flag("--json", pc.view.json, "JSON: an array, or one object when NAME is given");
-    auto* watch = app.add_subcommand("watch", "Print one line per lease event as it happens (LISTEN pg_lease)");
+    auto* watch = app.add_subcommand(
+        "watch", "Print one line per lease event as it happens (LISTEN pg_lease)");
     add_lease_name(watch, watch_name, watch_opt);
     bool watch_json = false;
     watch->add_flag("--json", watch_json, "One JSON object per line");
-    watch->add_option("-n,--count", pc.view.count, "Exit after N events")->check(CLI::NonNegativeNumber);
+    watch->add_option("-n,--count", pc.view.count, "Exit after N events")
+        ->check(CLI::NonNegativeNumber);
 
     // acquire, renew, release, revoke
     std::string p_name, p_opt, acquire_ttl = "15s", acquire_wait = "0s", renew_ttl;
-    auto* acquire = app.add_subcommand("acquire", "Acquire once (or wait with --wait); print the epoch; 75 when held elsewhere");
+    auto* acquire = app.add_subcommand(
+        "acquire", "Acquire once (or wait with --wait); print the epoch; 75 when held elsewhere");
     auto* renew = app.add_subcommand("renew", "Renew a grant; 76 when it is not yours any more");
-    auto* release = app.add_subcommand("release", "Release a grant at once; 76 when it was not yours any more");
-    auto* revoke = app.add_subcommand("revoke", "Free a lease whoever holds it (needs EXECUTE on lease_revoke)");
+    auto* release =
+        app.add_subcommand("release", "Release a grant at once; 76 when it was not yours any more");
+    auto* revoke = app.add_subcommand(
+        "revoke", "Free a lease whoever holds it (needs EXECUTE on lease_revoke)");
     for (auto* sub : {acquire, renew, release, revoke})
         add_lease_name(sub, p_name, p_opt);
     for (auto* sub : {acquire, renew, release})
         sub->add_option("--identity", pc.primitive.identity, "Holder identity")->required();
     for (auto* sub : {renew, release})
-        sub->add_option("--epoch", pc.primitive.epoch, "Epoch of the grant (what acquire printed)")->required();
+        sub->add_option("--epoch", pc.primitive.epoch, "Epoch of the grant (what acquire printed)")
+            ->required();
     acquire->add_option("--ttl", acquire_ttl, "Time to live (default 15s)")->check(duration_check);
-    acquire->add_option("--wait", acquire_wait, "Wait up to this long for the lease (default 0: one try)")
+    acquire
+        ->add_option("--wait", acquire_wait,
+                     "Wait up to this long for the lease (default 0: one try)")
         ->check(duration_check);
-    acquire->add_flag("--json", pc.primitive.json, "Print {acquired, name, holder, epoch, remaining_ms}");
-    renew->add_option("--ttl", renew_ttl, "New time to live (default: the lease's own)")->check(duration_check);
+    acquire->add_flag("--json", pc.primitive.json,
+                      "Print {acquired, name, holder, epoch, remaining_ms}");
+    renew->add_option("--ttl", renew_ttl, "New time to live (default: the lease's own)")
+        ->check(duration_check);
 
     // fence, unfence
     auto* fence = app.add_subcommand("fence", "Put TABLE under a lease's fence (lease_fence)");
     fence->add_option("table", pc.fence.table, "Table (may be schema-qualified)")->required();
     fence->add_option("--lease", pc.fence.lease, "Lease name")->required();
-    fence->add_option("--column", pc.fence.column, "bigint column that holds the epoch (default epoch)");
+    fence->add_option("--column", pc.fence.column,
+                      "bigint column that holds the epoch (default epoch)");
     std::string unfence_table;
     auto* unfence = app.add_subcommand("unfence", "Remove the fence from TABLE (lease_unfence)");
     unfence->add_option("table", unfence_table, "Table")->required();
@@ -174,7 +189,8 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
             return usage("run: give the command after -- only");
         pc.run.command = tail ? *tail : run_positional;
         if (pc.run.command.empty())
-            return usage("run: a command is required after --, e.g. pglease run --lease jobs -- ./job.sh");
+            return usage(
+                "run: a command is required after --, e.g. pglease run --lease jobs -- ./job.sh");
         std::optional<milliseconds> kill_after;
         if (!run_kill_after.empty())
             kill_after = duration_or_zero(run_kill_after);
@@ -186,7 +202,8 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     } else if (status->parsed() || watch->parsed()) {
         const bool is_status = status->parsed();
         pc.what = is_status ? parsed_command::kind::status : parsed_command::kind::watch;
-        const auto n = is_status ? pick_name(status_name, status_opt, false) : pick_name(watch_name, watch_opt, false);
+        const auto n = is_status ? pick_name(status_name, status_opt, false)
+                                 : pick_name(watch_name, watch_opt, false);
         if (!n)
             return usage("give the lease name once, as NAME or --lease");
         pc.view.lease = *n;

@@ -12,9 +12,11 @@ int cmd_fence(const global_options& g, const std::string& table, const std::stri
     try {
         pqxx::connection conn{plain_conninfo(g)};
         pqxx::nontransaction tx{conn};
-        tx.exec_params(
-            "SELECT " + qualified(g, "lease_fence") + "($1::text::regclass, $2, $3::name)", table, lease, column);
-        info(g, "table " + table + " is fenced by lease \"" + lease + "\" (epoch column " + column + ")");
+        tx.exec_params("SELECT " + qualified(g, "lease_fence") +
+                           "($1::text::regclass, $2, $3::name)",
+                       table, lease, column);
+        info(g, "table " + table + " is fenced by lease \"" + lease + "\" (epoch column " + column +
+                    ")");
         return exit_ok;
     } catch (const std::exception& e) {
         return report_error(e);

@@ -29,7 +29,8 @@ int cmd_acquire(const global_options& g, const primitive_args& a) {
         pglease::lease l{db, a.lease, o};
         const bool ok = a.wait.count() > 0 ? l.acquire_for(a.wait) : l.acquire();
         if (ok && !l.held()) // the wait itself took longer than the grant is good for
-            throw pglease::lease_lost{"lease \"" + a.lease + "\" was acquired but its local deadline passed at once"};
+            throw pglease::lease_lost{"lease \"" + a.lease +
+                                      "\" was acquired but its local deadline passed at once"};
         const auto now = std::chrono::steady_clock::now();
         std::optional<std::chrono::milliseconds> left;
         if (ok)
@@ -41,16 +42,19 @@ int cmd_acquire(const global_options& g, const primitive_args& a) {
             nlohmann::ordered_json j;
             j["acquired"] = ok;
             j["name"] = a.lease;
-            j["holder"] = l.holder().empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.holder());
+            j["holder"] = l.holder().empty() ? nlohmann::ordered_json(nullptr)
+                                             : nlohmann::ordered_json(l.holder());
             j["epoch"] = ok ? nlohmann::ordered_json(l.epoch()) : nlohmann::ordered_json(nullptr);
-            j["remaining_ms"] = left ? nlohmann::ordered_json(left->count()) : nlohmann::ordered_json(nullptr);
+            j["remaining_ms"] =
+                left ? nlohmann::ordered_json(left->count()) : nlohmann::ordered_json(nullptr);
             std::cout << j.dump() << std::endl;
         } else if (ok) {
             std::cout << l.epoch() << std::endl;
         }
         if (ok)
             return exit_ok;
-        std::string msg = "lease \"" + a.lease + "\" is held by " + (l.holder().empty() ? "another holder" : l.holder());
+        std::string msg = "lease \"" + a.lease + "\" is held by " +
+                          (l.holder().empty() ? "another holder" : l.holder());
         if (left)
             msg += " (expires in " + format_duration(*left) + ")";
         std::cerr << "pglease: " << msg << std::endl;
@@ -65,7 +69,8 @@ int cmd_renew(const global_options& g, const primitive_args& a) {
         // Straight SQL so that without --ttl the lease keeps its own ttl (NULL).
         pqxx::connection conn{plain_conninfo(g)};
         pqxx::nontransaction tx{conn};
-        const std::string sql = "SELECT " + qualified(g, "lease_renew") + "($1, $2, $3, $4::interval)";
+        const std::string sql =
+            "SELECT " + qualified(g, "lease_renew") + "($1, $2, $3, $4::interval)";
         pqxx::row row;
         try {
             if (a.ttl_given)
@@ -77,8 +82,9 @@ int cmd_renew(const global_options& g, const primitive_args& a) {
             pglease::throw_for_sqlstate(e.what(), e.sqlstate());
         }
         if (row[0].is_null()) {
-            std::cerr << "pglease: lease \"" << a.lease << "\" is not held by " << a.identity << " with epoch "
-                      << a.epoch << " (released, revoked, expired or taken over)" << std::endl;
+            std::cerr << "pglease: lease \"" << a.lease << "\" is not held by " << a.identity
+                      << " with epoch " << a.epoch << " (released, revoked, expired or taken over)"
+                      << std::endl;
             return exit_lease_lost;
         }
         return exit_ok;
@@ -92,8 +98,8 @@ int cmd_release(const global_options& g, const primitive_args& a) {
         pglease::pq_backend db{make_connection_options(g, call_timeout)};
         if (db.release(a.lease, a.identity, a.epoch))
             return exit_ok;
-        std::cerr << "pglease: lease \"" << a.lease << "\" was not held by " << a.identity << " with epoch "
-                  << a.epoch << "; nothing released" << std::endl;
+        std::cerr << "pglease: lease \"" << a.lease << "\" was not held by " << a.identity
+                  << " with epoch " << a.epoch << "; nothing released" << std::endl;
         return exit_lease_lost;
     } catch (const std::exception& e) {
         return report_error(e);

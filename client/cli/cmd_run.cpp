@@ -67,7 +67,8 @@ volatile sig_atomic_t g_shutdown_signal = 0;
 std::atomic<pglease::backend*> g_waiting_db{nullptr};
 
 constexpr int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-constexpr int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGCONT};
+constexpr int handled_signals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                   SIGUSR1, SIGUSR2, SIGCHLD, SIGCONT};
 constexpr unsigned char renewer_byte = 0xff; ///< written by the renew thread, not a signal
 
 bool is_shutdown(int sig) {
@@ -108,7 +109,8 @@ std::string quote_command(const std::vector<std::string>& cmd) {
     for (const auto& arg : cmd) {
         if (!out.empty())
             out += ' ';
-        const bool plain = !arg.empty() && arg.find_first_of(" \t\n'\"\\$`*?;&|<>()") == std::string::npos;
+        const bool plain =
+            !arg.empty() && arg.find_first_of(" \t\n'\"\\$`*?;&|<>()") == std::string::npos;
         out += plain ? arg : "'" + arg + "'";
     }
     return out;
@@ -188,31 +190,30 @@ void supervisor::held_elsewhere_message(const char* verb) {
     std::string msg = "lease \"" + m_a.lease + "\" is held by " +
                       (m_lease.holder().empty() ? std::string{"another holder"} : m_lease.holder());
     if (const auto hint = m_lease.expiry_hint())
-        msg += " (expires in " + format_duration(std::max(ms_between(steady::now(), *hint), milliseconds{0})) + ")";
+        msg += " (expires in " +
+               format_duration(std::max(ms_between(steady::now(), *hint), milliseconds{0})) + ")";
     std::cerr << "pglease: " << msg << verb << std::endl;
 }
 
 int supervisor::acquire_phase() {
     // 1. LISTEN first, so a release between our try and our wait is not missed.
     g_waiting_db.store(&m_db);
+    struct unregister {
+        ~unregister() { g_waiting_db.store(nullptr); }
+    } const guard;
     (void)m_db.listen();
     bool answered = false;
     bool announced = false;
     for (;;) {
-        if (g_shutdown_signal != 0) {
-            g_waiting_db.store(nullptr);
+        if (g_shutdown_signal != 0)
             return 128 + g_shutdown_signal;
-        }
         auto wake = steady::now() + std::chrono::seconds{30};
         try {
-            if (m_lease.acquire()) {
-                g_waiting_db.store(nullptr);
+            if (m_lease.acquire())
                 return exit_ok;
-            }
             answered = true;
             if (m_a.no_wait) {
                 held_elsewhere_message("");
-                g_waiting_db.store(nullptr);
                 return exit_held;
             }
             if (!announced && !m_g.quiet)
@@ -318,7 +319,8 @@ int supervisor::start_job() {
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
         m_child = -1;
-        std::cerr << "pglease: error: cannot run " << m_a.command[0] << ": " << std::strerror(err) << std::endl;
+        std::cerr << "pglease: error: cannot run " << m_a.command[0] << ": " << std::strerror(err)
+                  << std::endl;
         return err == ENOENT ? 127 : 126;
     }
     return exit_ok;
@@ -393,20 +395,21 @@ void supervisor::reap() noexcept {
 void supervisor::release_lease(bool quiet_if_lost) {
     try {
         if (m_lease.release())
-            info(m_g, "released lease \"" + m_a.lease + "\" (epoch " + std::to_string(m_lease.epoch()) + ")");
+            info(m_g, "released lease \"" + m_a.lease + "\" (epoch " +
+                          std::to_string(m_lease.epoch()) + ")");
         else if (!quiet_if_lost)
             info(m_g, "lease \"" + m_a.lease + "\" was no longer ours to release");
     } catch (const std::exception& e) {
-        std::cerr << "pglease: warning: could not release lease \"" << m_a.lease << "\" (it expires by itself): "
-                  << e.what() << std::endl;
+        std::cerr << "pglease: warning: could not release lease \"" << m_a.lease
+                  << "\" (it expires by itself): " << e.what() << std::endl;
     }
 }
 
 int supervisor::supervise() {
     const auto& t = m_a.timing;
     bool lost = false;
-    bool terminating = false;       // SIGTERM sent to the group, SIGKILL due at kill_at
-    bool killed = false;            // SIGKILL sent
+    bool terminating = false; // SIGTERM sent to the group, SIGKILL due at kill_at
+    bool killed = false;      // SIGKILL sent
     bool forwarded_shutdown = false;
     steady::time_point kill_at = steady::time_point::max();
 
@@ -416,8 +419,8 @@ int supervisor::supervise() {
             signal_group(SIGKILL);
             killed = true;
         } else if (!terminating) {
-            info(m_g, "sending SIGTERM to process group " + std::to_string(m_child) + ", SIGKILL in " +
-                          format_duration(t.kill_after));
+            info(m_g, "sending SIGTERM to process group " + std::to_string(m_child) +
+                          ", SIGKILL in " + format_duration(t.kill_after));
             signal_group(SIGTERM);
         }
         if (!terminating) {
@@ -435,23 +438,29 @@ int supervisor::supervise() {
             const auto step_down = step_down_at();
             if (refused || now >= step_down) {
                 const auto deadline = m_lease.deadline();
-                const bool past_deadline = deadline == pglease::clock::time_point::min() || now >= deadline;
+                const bool past_deadline =
+                    deadline == pglease::clock::time_point::min() || now >= deadline;
                 m_lease.mark_lost(); // no renewal can revive it for us any more
                 lost = true;
                 std::string why;
                 if (refused) {
-                    why = "the server refused the renewal (released, revoked, or expired and taken over)";
+                    why = "the server refused the renewal (released, revoked, or expired and taken "
+                          "over)";
                 } else {
                     const auto last = m_lease.renewed_at();
-                    why = "it could expire before another renewal succeeds: last successful renewal sent " +
-                          format_duration(ms_between(last, now)) + " ago, ttl " + format_duration(t.ttl);
+                    why = "it could expire before another renewal succeeds: last successful "
+                          "renewal sent " +
+                          format_duration(ms_between(last, now)) + " ago, ttl " +
+                          format_duration(t.ttl);
                     std::lock_guard lock{m_mutex};
                     if (!m_last_renew_error.empty())
                         why += "; last renew error: " + m_last_renew_error;
                 }
-                info(m_g, "lost lease \"" + m_a.lease + "\" (epoch " + std::to_string(m_lease.epoch()) + "): " + why);
+                info(m_g, "lost lease \"" + m_a.lease + "\" (epoch " +
+                              std::to_string(m_lease.epoch()) + "): " + why);
                 if (!refused && past_deadline)
-                    info(m_g, "the local deadline passed " + format_duration(ms_between(deadline, now)) +
+                    info(m_g, "the local deadline passed " +
+                                  format_duration(ms_between(deadline, now)) +
                                   " ago (was this process paused?): no grace period left");
                 if (!m_child_exited || group_alive())
                     begin_termination(!refused && past_deadline);
@@ -464,8 +473,9 @@ int supervisor::supervise() {
         while ((n = ::read(g_pipe[0], buf, sizeof buf)) > 0) {
             for (ssize_t i = 0; i < n; ++i) {
                 const int sig = buf[i];
-                if (buf[i] == renewer_byte || std::find(std::begin(forwarded_signals), std::end(forwarded_signals), sig) ==
-                                                  std::end(forwarded_signals))
+                if (buf[i] == renewer_byte ||
+                    std::find(std::begin(forwarded_signals), std::end(forwarded_signals), sig) ==
+                        std::end(forwarded_signals))
                     continue;
                 if (is_shutdown(sig) && forwarded_shutdown && !killed) {
                     info(m_g, "second " + signal_name(sig) + ": sending SIGKILL to process group " +
@@ -474,7 +484,8 @@ int supervisor::supervise() {
                     killed = true;
                     continue;
                 }
-                info(m_g, "passing " + signal_name(sig) + " to process group " + std::to_string(m_child));
+                info(m_g, "passing " + signal_name(sig) + " to process group " +
+                              std::to_string(m_child));
                 signal_group(sig);
                 if (is_shutdown(sig))
                     forwarded_shutdown = true;
@@ -509,7 +520,8 @@ int supervisor::supervise() {
         if (terminating && !killed)
             until = std::min(until, kill_at);
         if (terminating || m_child_exited)
-            until = std::min(until, steady::now() + milliseconds{20}); // non-children leave no SIGCHLD
+            until =
+                std::min(until, steady::now() + milliseconds{20}); // non-children leave no SIGCHLD
         const auto wait_ms = std::clamp<long long>(
             std::chrono::ceil<milliseconds>(until - steady::now()).count(), 0, INT_MAX);
         pollfd pfd{g_pipe[0], POLLIN, 0};

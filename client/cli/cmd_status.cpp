@@ -22,8 +22,8 @@ int cmd_status(const global_options& g, const std::string& name, bool json) {
             "coalesce(to_char(acquired_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), "
             "coalesce(to_char(renewed_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), "
             "coalesce(to_char(expires_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), '') "
-            "FROM " + qualified(g, "lease_status") +
-            " WHERE $1::text IS NULL OR name = $1 ORDER BY name";
+            "FROM " +
+            qualified(g, "lease_status") + " WHERE $1::text IS NULL OR name = $1 ORDER BY name";
         const pqxx::result r =
             name.empty() ? tx.exec_params(sql, nullptr) : tx.exec_params(sql, name);
         std::vector<status_row> rows;
@@ -47,7 +47,8 @@ int cmd_status(const global_options& g, const std::string& name, bool json) {
             return exit_error;
         }
         if (json)
-            std::cout << (name.empty() ? status_json_array(rows) : status_json(rows.front())) << std::endl;
+            std::cout << (name.empty() ? status_json_array(rows) : status_json(rows.front()))
+                      << std::endl;
         else
             std::cout << format_status_table(rows) << std::flush;
         return exit_ok;

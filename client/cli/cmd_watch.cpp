@@ -49,7 +49,8 @@ public:
         if (!m_name.empty() && event->name != m_name)
             return;
         const std::string now = utc_now_iso();
-        std::cout << (m_json ? event_json_line(*event, now) : event_text_line(*event, now)) << std::endl;
+        std::cout << (m_json ? event_json_line(*event, now) : event_text_line(*event, now))
+                  << std::endl;
         ++m_printed;
     }
 
@@ -97,7 +98,8 @@ int cmd_watch(const global_options& g, const std::string& name, bool json, long 
             if (ever_connected)
                 info(g, "reconnected; events in between were missed");
             else if (!g.quiet)
-                info(g, "watching " + (name.empty() ? std::string{"all leases"} : "lease \"" + name + "\"") +
+                info(g, "watching " +
+                            (name.empty() ? std::string{"all leases"} : "lease \"" + name + "\"") +
                             " (LISTEN pg_lease)");
             ever_connected = true;
             while (g_stop == 0 && (count <= 0 || printed < count)) {

@@ -83,7 +83,8 @@ void info(const global_options& g, const std::string& message) {
 
 int report_error(const std::exception& e) {
     if (dynamic_cast<const usage_error*>(&e) != nullptr) {
-        std::cerr << "pglease: " << e.what() << "\nRun with --help for more information." << std::endl;
+        std::cerr << "pglease: " << e.what() << "\nRun with --help for more information."
+                  << std::endl;
         return exit_usage;
     }
     if (const auto* pe = dynamic_cast<const pglease::error*>(&e)) {

@@ -21,8 +21,8 @@ public:
 
 /// The library's connection settings for @p g. Throws usage_error when -d is
 /// not a valid connection string.
-[[nodiscard]] pglease::connection_options make_connection_options(const global_options& g,
-                                                                  std::chrono::milliseconds call_timeout);
+[[nodiscard]] pglease::connection_options
+make_connection_options(const global_options& g, std::chrono::milliseconds call_timeout);
 
 /// A connection string for a plain pqxx::connection (application_name
 /// "pglease" unless the user set one). Throws usage_error like above.

@@ -10,8 +10,8 @@
 namespace pglease::cli {
 
 bool is_conninfo(std::string_view dbname) noexcept {
-    return dbname.find('=') != std::string_view::npos ||
-           dbname.substr(0, 13) == "postgresql://" || dbname.substr(0, 11) == "postgres://";
+    return dbname.find('=') != std::string_view::npos || dbname.substr(0, 13) == "postgresql://" ||
+           dbname.substr(0, 11) == "postgres://";
 }
 
 std::string quote_conninfo_value(std::string_view value) {

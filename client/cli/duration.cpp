@@ -82,7 +82,8 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) n
             return std::nullopt;
         total_ns += whole * per;
         // frac < frac_scale <= 1e9 and per <= 8.64e13: split to stay in range.
-        const std::int64_t frac_ns = (per / frac_scale) * frac + (per % frac_scale) * frac / frac_scale;
+        const std::int64_t frac_ns =
+            (per / frac_scale) * frac + (per % frac_scale) * frac / frac_scale;
         if (frac_ns > limit_ns - total_ns)
             return std::nullopt;
         total_ns += frac_ns;

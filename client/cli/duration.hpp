@@ -25,7 +25,8 @@ inline constexpr std::chrono::milliseconds max_duration{366LL * 24 * 3600 * 1000
 ///   parse_duration("1m30s");   // 90000 ms
 ///   parse_duration("15");      // nullopt: a unit is required
 /// @endcode
-[[nodiscard]] std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) noexcept;
+[[nodiscard]] std::optional<std::chrono::milliseconds>
+parse_duration(std::string_view text) noexcept;
 
 /// Formats @p d for people: "0s", "250ms", "1.5s", "2m", "2m30s", "1h2m3s".
 /// Negative durations get a leading '-'. parse_duration(format_duration(d))

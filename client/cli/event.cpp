@@ -45,7 +45,8 @@ std::optional<lease_event> parse_event(std::string_view payload) noexcept {
         } else {
             e.epoch = epoch->get<std::int64_t>();
         }
-        if (!optional_string(j, "holder", e.holder) || !optional_string(j, "expires_at", e.expires_at))
+        if (!optional_string(j, "holder", e.holder) ||
+            !optional_string(j, "expires_at", e.expires_at))
             return std::nullopt;
         return e;
     } catch (const std::exception&) {
@@ -59,7 +60,8 @@ std::string event_json_line(const lease_event& e, const std::string& received_at
     j["name"] = e.name;
     j["holder"] = e.holder ? nlohmann::ordered_json(*e.holder) : nlohmann::ordered_json(nullptr);
     j["epoch"] = e.epoch;
-    j["expires_at"] = e.expires_at ? nlohmann::ordered_json(*e.expires_at) : nlohmann::ordered_json(nullptr);
+    j["expires_at"] =
+        e.expires_at ? nlohmann::ordered_json(*e.expires_at) : nlohmann::ordered_json(nullptr);
     if (!received_at.empty())
         j["received_at"] = received_at;
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -81,7 +83,9 @@ std::string event_text_line(const lease_event& e, const std::string& received_at
 std::string utc_now_iso() {
     const auto now = std::chrono::system_clock::now();
     const std::time_t secs = std::chrono::system_clock::to_time_t(now);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
+        1000;
     std::tm tm{};
     gmtime_r(&secs, &tm);
     char buf[40];

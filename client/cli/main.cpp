@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         return report_error(e);
     }
-    std::cerr << "pglease: a subcommand is required\nRun with --help for more information." << std::endl;
+    std::cerr << "pglease: a subcommand is required\nRun with --help for more information."
+              << std::endl;
     return exit_usage;
 }

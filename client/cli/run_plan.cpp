@@ -17,7 +17,8 @@ milliseconds default_kill_after(milliseconds ttl) noexcept {
 std::optional<run_timing> plan_run(milliseconds ttl, std::optional<milliseconds> kill_after,
                                    std::string& error) {
     if (ttl < min_run_ttl) {
-        error = "--ttl must be at least " + format_duration(min_run_ttl) + ", not " + format_duration(ttl);
+        error = "--ttl must be at least " + format_duration(min_run_ttl) + ", not " +
+                format_duration(ttl);
         return std::nullopt;
     }
     run_timing t;

@@ -41,8 +41,8 @@ inline constexpr std::chrono::milliseconds min_run_ttl{300};
 /// 0 <= kill_after <= ttl / 3 (so that SIGKILL falls before the local
 /// deadline with time for renew retries before the step-down point).
 /// Returns nullopt and a message in @p error when a rule is broken.
-[[nodiscard]] std::optional<run_timing> plan_run(std::chrono::milliseconds ttl,
-                                                 std::optional<std::chrono::milliseconds> kill_after,
-                                                 std::string& error);
+[[nodiscard]] std::optional<run_timing>
+plan_run(std::chrono::milliseconds ttl, std::optional<std::chrono::milliseconds> kill_after,
+         std::string& error);
 
 } // namespace pglease::cli

@@ -48,7 +48,8 @@ std::string format_status_table(const std::vector<status_row>& rows) {
         return "(no leases)\n";
     using line = std::array<std::string, 8>;
     std::vector<line> cells;
-    cells.push_back({"NAME", "HOLDER", "EPOCH", "STATE", "REMAINING", "TTL", "TRANSITIONS", "EXPIRES_AT"});
+    cells.push_back(
+        {"NAME", "HOLDER", "EPOCH", "STATE", "REMAINING", "TTL", "TRANSITIONS", "EXPIRES_AT"});
     for (const auto& r : rows)
         cells.push_back({r.name, r.holder.value_or("-"), std::to_string(r.epoch), status_state(r),
                          r.valid ? format_duration(r.remaining) : "-", format_duration(r.ttl),

@@ -15,8 +15,8 @@ struct status_row {
     std::string name;
     std::optional<std::string> holder; ///< nullopt when free
     std::int64_t epoch = 0;
-    bool valid = false;                      ///< held and unexpired by the server's clock
-    std::chrono::milliseconds remaining{0};  ///< 0 unless valid
+    bool valid = false;                     ///< held and unexpired by the server's clock
+    std::chrono::milliseconds remaining{0}; ///< 0 unless valid
     std::chrono::milliseconds ttl{0};
     std::int64_t transitions = 0;
     std::string acquired_at; ///< ISO 8601 (UTC) as the server formats it; may be empty

@@ -16,10 +16,14 @@ using std::chrono::milliseconds;
 
 TEST(Duration, Accepts) {
     const std::pair<const char*, long long> cases[] = {
-        {"500ms", 500}, {"15s", 15000}, {"2m", 120000}, {"1h", 3600000}, {"1d", 86400000},
-        {"1h30m", 5400000}, {"1m30s", 90000}, {"1.5s", 1500}, {".5s", 500}, {"0s", 0},
-        {"0.0005s", 0}, {"2s500ms", 2500}, {"1.25m", 75000}, {"366d", 366LL * 86400000},
-        {"007s", 7000}, {"1.0000000000001s", 1000}};
+        {"500ms", 500},   {"15s", 15000},
+        {"2m", 120000},   {"1h", 3600000},
+        {"1d", 86400000}, {"1h30m", 5400000},
+        {"1m30s", 90000}, {"1.5s", 1500},
+        {".5s", 500},     {"0s", 0},
+        {"0.0005s", 0},   {"2s500ms", 2500},
+        {"1.25m", 75000}, {"366d", 366LL * 86400000},
+        {"007s", 7000},   {"1.0000000000001s", 1000}};
     for (const auto& [text, ms] : cases) {
         const auto d = parse_duration(text);
         ASSERT_TRUE(d.has_value()) << text;
@@ -28,16 +32,18 @@ TEST(Duration, Accepts) {
 }
 
 TEST(Duration, Rejects) {
-    for (const char* text : {"", "5", "s", "ms", "-1s", "+1s", "1 s", " 1s", "1s ", "1x", "1sm", "1mss", "1.s",
-                             ".s", "1..5s", "1e3s", "367d", "99999999999999999999s", "1S", "1us", "5,5s",
-                             "1h-1m", "0x10s"}) {
+    for (const char* text :
+         {"",   "5",   "s",    "ms",    "-1s",  "+1s",   "1 s",  " 1s",  "1s ",
+          "1x", "1sm", "1mss", "1.s",   ".s",   "1..5s", "1e3s", "367d", "99999999999999999999s",
+          "1S", "1us", "5,5s", "1h-1m", "0x10s"}) {
         EXPECT_FALSE(parse_duration(text).has_value()) << '"' << text << '"';
     }
 }
 
 TEST(Duration, FormatRoundTrips) {
-    for (const long long ms : {0LL, 1LL, 250LL, 999LL, 1000LL, 1500LL, 1250LL, 60000LL, 90000LL, 3723004LL,
-                               86400000LL, static_cast<long long>(max_duration.count())}) {
+    for (const long long ms :
+         {0LL, 1LL, 250LL, 999LL, 1000LL, 1500LL, 1250LL, 60000LL, 90000LL, 3723004LL, 86400000LL,
+          static_cast<long long>(max_duration.count())}) {
         const auto text = format_duration(milliseconds{ms});
         const auto back = parse_duration(text);
         ASSERT_TRUE(back.has_value()) << text;
@@ -60,7 +66,8 @@ TEST(Conninfo, Builds) {
     EXPECT_EQ(build_conninfo({}, err).value(), "");
     EXPECT_EQ(build_conninfo({"app", "", "", ""}, err).value(), "dbname='app'");
     EXPECT_EQ(build_conninfo({"it's", "", "", ""}, err).value(), "dbname='it\\'s'");
-    EXPECT_EQ(build_conninfo({"host=a port=1", "b", "", "bob"}, err).value(), "host='b' port='1' user='bob'");
+    EXPECT_EQ(build_conninfo({"host=a port=1", "b", "", "bob"}, err).value(),
+              "host='b' port='1' user='bob'");
     EXPECT_EQ(build_conninfo({"postgresql://u@h:5/d", "", "7", ""}, err).value(),
               "dbname='d' host='h' port='7' user='u'");
     EXPECT_FALSE(build_conninfo({"host=a port", "", "", ""}, err).has_value());
@@ -128,8 +135,8 @@ parse_result parse(std::vector<std::string> args) {
 } // namespace
 
 TEST(CommandLine, Run) {
-    const auto r = parse({"-d", "app", "run", "--lease", "jobs", "--ttl", "3s", "--no-wait", "--", "sh", "-c",
-                          "echo --lease", "--"});
+    const auto r = parse({"-d", "app", "run", "--lease", "jobs", "--ttl", "3s", "--no-wait", "--",
+                          "sh", "-c", "echo --lease", "--"});
     ASSERT_EQ(r.exit_code, -1) << r.err;
     EXPECT_EQ(r.command.what, parsed_command::kind::run);
     EXPECT_EQ(r.command.global.conn.dbname, "app");
@@ -177,7 +184,8 @@ TEST(CommandLine, UsageErrorsAreTwo) {
 }
 
 TEST(CommandLine, HelpEverywhere) {
-    for (const char* sub : {"run", "status", "watch", "acquire", "renew", "release", "revoke", "fence", "unfence"}) {
+    for (const char* sub :
+         {"run", "status", "watch", "acquire", "renew", "release", "revoke", "fence", "unfence"}) {
         const auto r = parse({sub, "--help"});
         EXPECT_EQ(r.exit_code, 0) << sub;
         EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
@@ -186,7 +194,8 @@ TEST(CommandLine, HelpEverywhere) {
 }
 
 TEST(CommandLine, Primitives) {
-    const auto r = parse({"renew", "--lease", "jobs", "--identity", "me", "--epoch", "42", "--ttl", "1m", "-p", "5433"});
+    const auto r = parse({"renew", "--lease", "jobs", "--identity", "me", "--epoch", "42", "--ttl",
+                          "1m", "-p", "5433"});
     ASSERT_EQ(r.exit_code, -1) << r.err;
     EXPECT_EQ(r.command.what, parsed_command::kind::renew);
     EXPECT_EQ(r.command.primitive.lease, "jobs");
