@@ -146,7 +146,7 @@ std::string fmt(double v, int prec = 0) {
 }
 
 std::string ratio_text(const row& r) {
-    if (r.baseline_name.empty() || r.baseline <= 0)
+    if (r.baseline_name.empty() || r.baseline <= 0 || r.unit == "ms")
         return "";
     return fmt(r.ratio(), 2) + "x";
 }

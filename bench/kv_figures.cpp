@@ -3,6 +3,7 @@
 /// gateway, libcurl, one keep-alive HTTP connection per client) and Redis
 /// (hiredis, one connection per client).
 #include "figures.hpp"
+#include "pg.hpp"
 
 #include <curl/curl.h>
 #include <hiredis/hiredis.h>
@@ -98,7 +99,12 @@ struct etcd_worker {
     std::string key;     ///< base64
     std::int64_t value = 0;
     std::string lease_id;
+    // The same client's pg_lease side: one held lease, renewed.
+    std::unique_ptr<pg_session> db;
+    std::string lease, epoch;
 };
+
+const char* compare_holder = "bench-etcd-compare";
 
 } // namespace
 
@@ -112,10 +118,33 @@ void run_etcd(const settings& s, report& out) {
             w->http->post("/v3/kv/put", {{"key", w->key}, {"value", base64("0")}});
             const auto grant = w->http->post("/v3/lease/grant", {{"TTL", 60}});
             w->lease_id = grant.at("ID").get<std::string>();
+            w->db = std::make_unique<pg_session>(s.pg_conninfo);
+            pg_result ext = w->db->query("SELECT quote_ident(extnamespace::regnamespace::text) || '.' "
+                                         "FROM pg_extension WHERE extname = 'pg_lease'");
+            if (ext.rows() != 1)
+                throw std::runtime_error("the pg_lease extension is not installed in this database");
+            w->lease = "e" + s.tag + "-" + std::to_string(n) + "-" + std::to_string(i);
+            pg_result g = w->db->query("SELECT epoch FROM " + ext.text(0, 0) + "lease_acquire($1, $2, '60 s')",
+                                       {w->lease, compare_holder});
+            w->epoch = g.text(0, 0);
+            w->db->prepare("ren", "SELECT " + ext.text(0, 0) + "lease_renew($1, $2, $3::bigint)");
             return w;
         });
-        std::vector<double> cas, keepalive;
+        std::vector<double> cas, keepalive, renew;
+        const auto pg_renew = [&] {
+            renew.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
+                               etcd_worker& w = *ws[i];
+                               pg_result r = w.db->run("ren", {w.lease, compare_holder, w.epoch});
+                               if (r.is_null(0, 0))
+                                   throw std::runtime_error("renew of " + w.lease + " failed");
+                               return 1;
+                           }).rate());
+        };
         for (int round = 0; round < s.rounds; ++round) {
+            // pg_lease's renew runs next to etcd's operations, before them in
+            // even rounds and after them in odd ones.
+            if (round % 2 == 0)
+                pg_renew();
             // Durable: a txn is committed through raft and etcd's fsynced WAL.
             cas.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
                              etcd_worker& w = *ws[i];
@@ -139,6 +168,8 @@ void run_etcd(const settings& s, report& out) {
                                        throw std::runtime_error("etcd keepalive failed: " + reply.dump());
                                    return 1;
                                }).rate());
+            if (round % 2 == 1)
+                pg_renew();
         }
         row r;
         r.section = "etcd";
@@ -155,6 +186,22 @@ void run_etcd(const settings& s, report& out) {
         r.note = "NOT persisted (expiry kept in the leader's memory)";
         log("etcd: keepalive x" + std::to_string(n) + ": " + std::to_string(r.value));
         out.add(r);
+        const auto compare = [&](const std::vector<double>& other, const std::string& name, double goal) {
+            row c;
+            c.section = "vs_etcd";
+            c.figure = "lease_renew (durable) vs " + name;
+            c.clients = n;
+            c.samples = renew;
+            c.value = median(renew);
+            c.baseline_samples = other;
+            c.baseline = median(other);
+            c.baseline_name = name;
+            c.goal = goal;
+            c.note = "measured side by side, same rounds";
+            out.add(std::move(c));
+        };
+        compare(keepalive, "etcd keepalive", 1.0);
+        compare(cas, "etcd txn CAS", 2.0);
     }
 }
 

@@ -88,35 +88,6 @@ bench::settings parse(int argc, char** argv) {
     return s;
 }
 
-/// pg_lease renewals against etcd, at each client count.
-void compare_with_etcd(const bench::settings& s, bench::report& out) {
-    for (const int n : s.clients) {
-        const bench::row* renew = out.find("lease_renew", n);
-        const bench::row* keepalive = out.find("etcd lease keepalive", n);
-        const bench::row* cas = out.find("etcd txn compare-and-swap", n);
-        if (!renew)
-            continue;
-        const auto add = [&](const bench::row* other, const std::string& name, double goal) {
-            if (!other)
-                return;
-            bench::row r;
-            r.section = "vs_etcd";
-            r.figure = "lease_renew (durable) vs " + name;
-            r.clients = n;
-            r.value = renew->value;
-            r.samples = renew->samples;
-            r.baseline = other->value;
-            r.baseline_samples = other->samples;
-            r.baseline_name = name;
-            r.paired = false; // measured at different times of the run
-            r.goal = goal;
-            out.add(std::move(r));
-        };
-        add(keepalive, "etcd keepalive", 1.0);
-        add(cas, "etcd txn CAS", 2.0);
-    }
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -146,7 +117,6 @@ int main(int argc, char** argv) {
             bench::run_failover(s, out);
         if (s.wants("scale"))
             bench::run_scale(s, out);
-        compare_with_etcd(s, out);
     } catch (const std::exception& e) {
         std::cerr << "pglease_bench: " << e.what() << "\n";
         status = 1;
