@@ -236,7 +236,7 @@ struct fence_client {
     std::unique_ptr<pqxx::connection> pqxx_conn;
 };
 
-enum class fence_kind { plain, use, setting, client_lib };
+enum class fence_kind { plain, plain_tx, use, setting, client_lib };
 
 } // namespace
 
@@ -275,6 +275,7 @@ void run_fence(const settings& s, report& out) {
     const variant variants[] = {
         {"plain 1", fence_kind::plain, false},    {"use 1", fence_kind::use, false},
         {"setting 1", fence_kind::setting, false}, {"client 1", fence_kind::client_lib, false},
+        {"plaintx 1", fence_kind::plain_tx, false},
         {"plain 1000", fence_kind::plain, true},  {"use 1000", fence_kind::use, true},
         {"setting 1000", fence_kind::setting, true},
     };
@@ -294,10 +295,11 @@ void run_fence(const settings& s, report& out) {
                 if (v.kind == fence_kind::setting)
                     conninfo += " options='-c pg_lease.epoch=" + epoch + "'";
                 c->db = std::make_unique<pg_session>(conninfo);
-                const std::string table = v.kind == fence_kind::plain ? plain : fenced;
+                const bool unfenced = v.kind == fence_kind::plain || v.kind == fence_kind::plain_tx;
+                const std::string table = unfenced ? plain : fenced;
                 // The plain table gets the epoch from the writer, the fenced
                 // one from the trigger, which stamps the token into the row.
-                const std::string epoch_value = v.kind == fence_kind::plain ? "$2::bigint" : "NULL";
+                const std::string epoch_value = unfenced ? "$2::bigint" : "NULL";
                 const std::string params2 = v.kind == fence_kind::plain ? "" : "";
                 (void)params2;
                 if (v.rows1000)
@@ -314,7 +316,7 @@ void run_fence(const settings& s, report& out) {
             // other round, so the baseline is always next to one of them.
             const std::size_t count = std::size(variants);
             for (std::size_t k = 0; k < count; ++k) {
-                const std::size_t group = k < 4 ? 0 : 4, size = k < 4 ? 4 : 3, at = k - group;
+                const std::size_t group = k < 5 ? 0 : 5, size = k < 5 ? 5 : 3, at = k - group;
                 const variant& v = variants[group + (round % 2 ? size - 1 - at : at)];
                 auto& cs = clients[v.key];
                 truncate();
@@ -326,6 +328,9 @@ void run_fence(const settings& s, report& out) {
                         break;
                     case fence_kind::setting:
                         c.db->run("ins", {payload});
+                        break;
+                    case fence_kind::plain_tx:
+                        c.db->pipeline({{"", "BEGIN", {}}, {"ins", "", {payload, epoch}}, {"", "COMMIT", {}}});
                         break;
                     case fence_kind::use:
                         // BEGIN, lease_use, INSERT, COMMIT in one round trip.
@@ -354,7 +359,7 @@ void run_fence(const settings& s, report& out) {
             r.baseline_samples = samples[base];
             r.value = median(r.samples);
             r.baseline = median(r.baseline_samples);
-            r.baseline_name = "unfenced INSERT";
+            r.baseline_name = std::string{base} == "plaintx 1" ? "unfenced BEGIN+INSERT+COMMIT" : "unfenced INSERT";
             r.goal = goal;
             r.note = note;
             log("fence: " + figure + " x" + std::to_string(n) + ": " + std::to_string(r.value) + " vs " +
@@ -364,6 +369,8 @@ void run_fence(const settings& s, report& out) {
         add("use 1", "plain 1", "fenced INSERT 1 row/tx, lease_use", 0.9,
             "BEGIN+lease_use+INSERT+COMMIT pipelined (1 round trip)");
         add("setting 1", "plain 1", "fenced INSERT 1 row/tx, pg_lease.epoch", 0.9, "session setting, autocommit");
+        add("use 1", "plaintx 1", "fenced INSERT 1 row/tx, lease_use, vs the same BEGIN/INSERT/COMMIT unfenced", 0,
+            "isolates the trigger from lease_use's extra statement");
         add("client 1", "plain 1", "fenced INSERT 1 row/tx, pglease::run_fenced", 0,
             "C++ client: 4 round trips (BEGIN, lease_use, INSERT, COMMIT)");
         add("use 1000", "plain 1000", "fenced INSERT 1000 rows/stmt, lease_use", 0.85, "rows/s = 1000 x statements/s");
