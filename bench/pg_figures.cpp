@@ -140,7 +140,7 @@ void run_lease_ops(const settings& s, report& out) {
     // A pool of free rows per client, in both tables: enough that no client
     // runs out within a phase (the pool bounds the acquire loop's count).
     const int max_clients = *std::max_element(s.clients.begin(), s.clients.end());
-    const auto pool = static_cast<int>(std::max(50.0, std::ceil(12000.0 * s.seconds)));
+    const auto pool = static_cast<int>(std::max(50.0, std::ceil(40000.0 * s.seconds)));
     const std::string prefix = "b" + s.tag + "-";
     log("lease ops: creating " + std::to_string(pool) + " free leases per client count in both tables");
     for (const int n : s.clients) {
@@ -189,7 +189,7 @@ void run_lease_ops(const settings& s, report& out) {
                     if (std::string{name} == "acquire")
                         for (auto& c : cs)
                             if (c->epochs.size() == c->names.size())
-                                log("lease ops: a client used its whole pool of " + std::to_string(per) +
+                                log(std::string{"lease ops: "} + (bare ? "bare" : "ext") + " client used its whole pool of " + std::to_string(per) +
                                     " free leases; acquire rate is a lower bound");
                 }
             }
