@@ -320,7 +320,9 @@ private:
         for (const auto& [key, r] : outcome) {
             const std::string res = r->value("r", "");
             const std::string lease = r->value("L", "");
-            const std::int64_t t = (*r)["t0"].get<std::int64_t>();
+            // Attributed when the outcome was seen (a write cut by a fault
+            // began before it).
+            const std::int64_t t = r->value("t", (*r)["t0"].get<std::int64_t>());
             const bool in_db = present.count(key) != 0;
             if (res == "ref")
                 ++at(lease, t).stale_refused;

@@ -45,7 +45,8 @@ cluster::cluster(const std::string& root, const std::string& name)
 }
 
 std::string cluster::conninfo() const {
-    return "host=127.0.0.1 port=" + std::to_string(m_port) + " user=postgres dbname=postgres";
+    return "host=127.0.0.1 port=" + std::to_string(m_port) +
+           " user=postgres dbname=postgres connect_timeout=5";
 }
 
 void cluster::append_conf(const std::vector<std::string>& conf) const {

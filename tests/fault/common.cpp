@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,8 +97,10 @@ int fork_exec(std::vector<std::string> argv, const std::vector<std::string>& env
     if (pid < 0)
         throw std::runtime_error(std::string{"fork: "} + std::strerror(errno));
     if (pid == 0) {
-        if (new_group)
+        if (new_group) {
             setpgid(0, 0);
+            prctl(PR_SET_PDEATHSIG, SIGKILL); // workers die with the suite
+        }
         for (const auto& e : env) {
             const auto eq = e.find('=');
             if (eq != std::string::npos)

@@ -12,6 +12,7 @@
 
 #include <pqxx/pqxx>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -107,7 +108,8 @@ public:
         m_nodes[0]->start(faketime);
         m_primary = 0;
         setup_schema();
-        m_conninfo = m_nodes[0]->conninfo();
+        m_conninfo = "host=127.0.0.1 port=" + std::to_string(m_nodes[0]->port()) +
+                     " user=postgres dbname=postgres";
     }
 
     void setup_schema() {
@@ -477,7 +479,7 @@ phase_report run_single(const settings& s, std::mt19937& rng, const std::string&
                         const std::function<void(phase&)>& body, int workers,
                         bool faketime = false) {
     phase ph{s, name, rng};
-    ph.start_primary({"L0"}, faketime);
+    ph.start_primary({"l0"}, faketime);
     if (faketime)
         ph.set_worker_env({std::string{"LD_PRELOAD="} + faketime_lib, "FAKETIME_NO_CACHE=1",
                            "FAKETIME_DONT_FAKE_MONOTONIC=1",
@@ -488,8 +490,8 @@ phase_report run_single(const settings& s, std::mt19937& rng, const std::string&
     }
     const int life = 3600000;
     for (int i = 0; i < workers; ++i)
-        ph.spawn_worker("L0", false, life);
-    ph.wait_leader("L0", 15000);
+        ph.spawn_worker("l0", false, life);
+    ph.wait_leader("l0", 15000);
     body(ph);
     settle(ph, 2 * s.ttl_ms);
     phase_expectations ex;
@@ -518,10 +520,10 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
                 int server_offset = 0, i = 0;
                 while (mono_ns() < end && !g_interrupted.load()) {
                     switch (ph.uniform(0, 5)) {
-                    case 0: inject_pause(ph, "L0", i, false, life); break;
-                    case 1: inject_kill(ph, "L0", false, life); break;
-                    case 2: inject_terminate(ph, "L0", "renew"); break;
-                    case 3: inject_terminate(ph, "L0", ph.uniform(0, 1) ? "at-commit" : "mid-write"); break;
+                    case 0: inject_pause(ph, "l0", i, false, life); break;
+                    case 1: inject_kill(ph, "l0", false, life); break;
+                    case 2: inject_terminate(ph, "l0", "renew"); break;
+                    case 3: inject_terminate(ph, "l0", ph.uniform(0, 1) ? "at-commit" : "mid-write"); break;
                     case 4: inject_crash(ph); break;
                     default: {
                         // the clock returns to true time every other step
@@ -539,7 +541,7 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
     run("pause", [&] {
         return run_single(s, rng, "pause", [&](phase& ph) {
             for (int i = 0; i < p.pause && !g_interrupted.load(); ++i) {
-                inject_pause(ph, "L0", i, false, life);
+                inject_pause(ph, "l0", i, false, life);
                 settle(ph, s.ttl_ms * 3 / 2 + ph.uniform(0, 500));
             }
         }, 3);
@@ -547,7 +549,7 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
     run("kill", [&] {
         return run_single(s, rng, "kill", [&](phase& ph) {
             for (int i = 0; i < p.kill && !g_interrupted.load(); ++i) {
-                inject_kill(ph, "L0", false, life);
+                inject_kill(ph, "l0", false, life);
                 settle(ph, s.ttl_ms * 3 / 2 + ph.uniform(0, 500));
             }
         }, 3);
@@ -556,9 +558,9 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
         return run_single(s, rng, "terminate", [&](phase& ph) {
             static const char* aims[] = {"mid-write", "at-commit"};
             for (int i = 0; i < p.terminate && !g_interrupted.load(); ++i) {
-                inject_terminate(ph, "L0", "renew");
+                inject_terminate(ph, "l0", "renew");
                 settle(ph, s.ttl_ms / 2 + ph.uniform(0, 300));
-                inject_terminate(ph, "L0", aims[i % 2]);
+                inject_terminate(ph, "l0", aims[i % 2]);
                 settle(ph, s.ttl_ms / 2 + ph.uniform(0, 300));
             }
         }, 3);
@@ -595,7 +597,7 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
         phase ph{s, name, rng};
         std::vector<std::string> leases;
         for (int i = 0; i < nleases; ++i)
-            leases.push_back("L" + std::to_string(i));
+            leases.push_back("l" + std::to_string(i));
         ph.start_primary(leases, false);
         if (pool)
             ph.use_pool();
@@ -616,23 +618,25 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
     auto failover = [&](bool sync) {
         const std::string name = sync ? "failover-sync" : "failover-async";
         phase ph{s, name, rng};
-        std::vector<std::string> extra;
-        if (sync)
-            extra = {"synchronous_standby_names = '*'", "synchronous_commit = on"};
-        ph.start_primary({"L0"}, false, extra);
+        // Synchronous replication is switched on once the standby streams
+        // (before that, every commit would wait for a standby that is not
+        // there yet).
+        ph.start_primary({"l0"}, false, {"synchronous_commit = on"});
         ph.add_standby({});
+        if (sync)
+            ph.primary().configure("synchronous_standby_names = '*'", true);
         wait_replication(ph, sync);
         const auto& n = ph.nodes();
         ph.set_worker_conninfo("host=127.0.0.1,127.0.0.1 port=" + std::to_string(n[0]->port()) +
                                "," + std::to_string(n[1]->port()) +
                                " user=postgres dbname=postgres target_session_attrs=read-write");
         for (int i = 0; i < 3; ++i)
-            ph.spawn_worker("L0", false, life);
-        ph.wait_leader("L0", 15000);
+            ph.spawn_worker("l0", false, life);
+        ph.wait_leader("l0", 15000);
         for (int i = 0; i < p.failover && !g_interrupted.load(); ++i) {
             settle(ph, s.ttl_ms + ph.uniform(0, 1000));
             inject_failover(ph, sync);
-            ph.wait_leader("L0", 15000);
+            ph.wait_leader("l0", 15000);
         }
         settle(ph, 2 * s.ttl_ms);
         phase_expectations ex;
@@ -721,6 +725,58 @@ int report(const settings& s, const std::vector<std::pair<std::string, phase_rep
     return 0;
 }
 
+/// Stops every cluster and pgbouncer under @p root and removes it.
+void cleanup_root(const std::string& root, bool keep) {
+    std::error_code ec;
+    if (!std::filesystem::exists(root, ec))
+        return;
+    for (auto it = std::filesystem::recursive_directory_iterator{root, ec};
+         it != std::filesystem::recursive_directory_iterator{}; it.increment(ec)) {
+        if (ec)
+            break;
+        if (it.depth() > 3) {
+            it.disable_recursion_pending();
+            continue;
+        }
+        const auto& path = it->path();
+        if (path.filename() == "postmaster.pid")
+            run_command({std::string{pg_bin} + "/pg_ctl", "-D", path.parent_path().string(), "-m",
+                         "immediate", "-w", "-t", "30", "stop"},
+                        true, {}, "", 40);
+        if (path.filename() == "pgbouncer.pid") {
+            std::ifstream in{path};
+            int pid = 0;
+            if (in >> pid && pid > 0)
+                kill(pid, SIGKILL);
+        }
+    }
+    if (!keep)
+        std::filesystem::remove_all(root, ec);
+}
+
+/// A child that outlives this process only to clean up after it: if the
+/// suite is killed (ctest's timeout sends SIGKILL), its clusters must not
+/// be left running. Workers die with it through PR_SET_PDEATHSIG.
+void start_guardian(const std::string& root, bool keep) {
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid != 0)
+        return;
+    setsid();
+    const int devnull = ::open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+    }
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    while (getppid() == parent)
+        sleep_ms(200);
+    cleanup_root(root, keep);
+    _exit(0);
+}
+
 int usage() {
     std::cerr << "usage: pglease_fault [--profile short|soak] [--seed N] [--duration S] "
                  "[--only kind,...] [--keep]\n";
@@ -782,6 +838,8 @@ int main(int argc, char** argv) {
     s.root = tmpl;
     give_to_postgres(s.root);
 
+    start_guardian(s.root, s.keep);
+
     struct sigaction sa{};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);
@@ -817,7 +875,6 @@ int main(int argc, char** argv) {
         std::cerr << "pglease_fault: " << e.what() << std::endl;
         status = 1;
     }
-    if (!s.keep)
-        std::filesystem::remove_all(s.root);
+    cleanup_root(s.root, s.keep);
     return status;
 }
