@@ -2,6 +2,8 @@
 /// @brief lease_use() and the mapping of fenced-transaction failures.
 #include "pglease/fence.hpp"
 
+#include "pqxx_sqlstate.hpp"
+
 #include <pqxx/except>
 
 #include <utility>
@@ -26,11 +28,11 @@ void rethrow_fenced(std::exception_ptr ep, bool committing) {
         if (committing)
             throw commit_unknown{std::string{"connection lost during commit: "} + e.what()};
         throw connection_lost{std::string{"connection lost in fenced transaction: "} + e.what()};
-    } catch (const pqxx::sql_error& e) {
-        if (committing && is_connection_sqlstate(e.sqlstate()))
-            throw commit_unknown{std::string{"connection lost during commit: "} + e.what(),
-                                 e.sqlstate()};
-        throw_for_sqlstate(e.what(), e.sqlstate());
+    } catch (const pqxx::failure& e) {
+        const std::string sqlstate = sqlstate_of(e);
+        if (committing && is_connection_sqlstate(sqlstate))
+            throw commit_unknown{std::string{"connection lost during commit: "} + e.what(), sqlstate};
+        throw_for_sqlstate(e.what(), sqlstate);
     }
 }
 

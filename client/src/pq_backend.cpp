@@ -4,6 +4,7 @@
 
 #include "conninfo.hpp"
 #include "event_payload.hpp"
+#include "pqxx_sqlstate.hpp"
 #include "pglease/error.hpp"
 #include "wakeup_pipe.hpp"
 
@@ -113,7 +114,7 @@ pq_backend::session& pq_backend::live() {
     } catch (const pqxx::broken_connection& e) {
         throw connection_lost{std::string{"cannot connect: "} + e.what()};
     } catch (const pqxx::sql_error& e) {
-        throw_for_sqlstate(std::string{"cannot set up session: "} + e.what(), e.sqlstate());
+        throw_for_sqlstate(std::string{"cannot set up session: "} + e.what(), detail::sqlstate_of(e));
     } catch (const pqxx::failure& e) {
         throw connection_lost{std::string{"cannot connect: "} + e.what()};
     }
@@ -139,20 +140,13 @@ auto pq_backend::call(const char* what, F&& body) {
     } catch (const pqxx::broken_connection& e) {
         drop();
         throw connection_lost{prefix + e.what()};
-    } catch (const pqxx::sql_error& e) {
-        const bool gone = is_connection_sqlstate(e.sqlstate()) || !s.conn.is_open();
-        if (gone) {
-            drop();
-            throw connection_lost{prefix + e.what(), e.sqlstate()};
-        }
-        throw_for_sqlstate(prefix + e.what(), e.sqlstate());
     } catch (const pqxx::failure& e) {
-        const bool gone = !s.conn.is_open();
-        if (gone) {
+        const std::string sqlstate = detail::sqlstate_of(e);
+        if (is_connection_sqlstate(sqlstate) || !s.conn.is_open()) {
             drop();
-            throw connection_lost{prefix + e.what()};
+            throw connection_lost{prefix + e.what(), sqlstate};
         }
-        throw error{prefix + e.what()};
+        throw_for_sqlstate(prefix + e.what(), sqlstate);
     } catch (const pqxx::pqxx_exception& e) {
         // usage, conversion and range errors: not the server's, still ours.
         throw error{prefix + e.base().what()};
