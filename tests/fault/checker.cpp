@@ -125,11 +125,17 @@ private:
     }
 
     /// The history of @p lease in [from, to], one line per record.
-    std::string around(const std::string& lease, std::int64_t from, std::int64_t to) const {
+    std::string around(const std::string& lease, std::int64_t from, std::int64_t to,
+                       const std::set<std::string>& who) const {
         std::vector<const json*> sel;
         for (const auto& r : m_history) {
             const auto t = time_of(r);
-            if (r.value("L", std::string{}) == lease && t >= from && t <= to)
+            if (r.value("L", std::string{}) != lease || t < from || t > to)
+                continue;
+            // With many contenders: the processes involved, and every grant.
+            const std::string w = r.value("w", std::string{});
+            const bool is_grant = r.value("op", "") == "acq" && r.value("r", "") == "ok";
+            if (who.empty() || is_grant || who.count(w) || who.count(w.substr(0, w.find('.'))))
                 sel.push_back(&r);
         }
         std::sort(sel.begin(), sel.end(),
@@ -137,7 +143,8 @@ private:
         std::ostringstream o;
         o << "    history of lease " << lease << " (ms since phase start; t0 = sent, t = reply):\n";
         for (const auto& f : m_faults)
-            if (f.t >= from && f.t <= to)
+            if (f.t >= from && f.t <= to && (f.lease.empty() || f.lease == lease) &&
+                f.detail != "random release")
                 o << "      t=" << ms(f.t) << " NEMESIS " << f.kind << " " << f.detail << "\n";
         const std::size_t limit = 60;
         const std::size_t skip = sel.size() > limit ? sel.size() - limit : 0;
@@ -161,12 +168,13 @@ private:
         return o.str();
     }
 
-    void violation(const std::string& what, const std::string& lease, std::int64_t t) {
+    void violation(const std::string& what, const std::string& lease, std::int64_t t,
+                   const std::set<std::string>& who = {}) {
         if (m_report.violations.size() >= 10)
             return; // the first ones carry the story
         std::string text = "[" + m_phase + "] " + what + "\n";
         if (t > 0)
-            text += around(lease, t - 2 * m_ttl, t + m_ttl);
+            text += around(lease, t - 2 * m_ttl, t + m_ttl, who);
         m_report.violations.push_back(text);
     }
 
@@ -415,7 +423,7 @@ private:
                                               " believed it held epoch " +
                                               std::to_string(reach->epoch) + " until " +
                                               ms(reach->end) + " ms",
-                                          lease, start(b));
+                                          lease, start(b), {b->identity, reach->identity});
                         }
                     }
                     if (!reach || b->end > reach->end)
@@ -437,8 +445,13 @@ private:
         std::sort(ok.begin(), ok.end(),
                   [](const auto& a, const auto& b) { return a.first < b.first; });
         const std::int64_t window = 20 * m_ttl + 30000000000LL;
+        std::int64_t last = 0;
+        for (const auto& r : m_history)
+            last = std::max(last, r.value("t", std::int64_t{0}));
         for (const auto& f : m_faults) {
             auto& k = m_report.kinds[f.kind];
+            if (f.t > last - 2 * m_ttl)
+                continue; // the workers were stopped before anyone could take over
             std::int64_t best = -1;
             auto it = std::lower_bound(ok.begin(), ok.end(), f.t,
                                        [](const auto& a, std::int64_t t) { return a.first < t; });

@@ -469,7 +469,7 @@ void inject_failover(phase& ph, bool sync) {
 // ---------------------------------------------------------------------------
 
 struct plan {
-    int pause = 12, kill = 10, terminate = 10, crash = 10, clock = 10;
+    int pause = 12, kill = 10, terminate = 10, crash = 10, clock = 20;
     int storm16_s = 20, storm64_s = 25, pool_s = 20, storm_kill_every_ms = 1800;
     int failover = 10;
     int mixed_s = 0; ///< soak: a mixed schedule of the single-cluster faults
@@ -579,7 +579,7 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
             static const int sizes[] = {2, 3, 5};
             for (int i = 0; i < p.clock && !g_interrupted.load(); ++i) {
                 // forward by k, back to true time; back by k, forward to true time
-                const int k = sizes[(i / 2) % 3] * s.ttl_ms / 1000;
+                const int k = std::max(1, sizes[(i / 2) % 3] * s.ttl_ms / 1000);
                 int step = 0;
                 if (server_offset != 0)
                     step = -server_offset;
@@ -853,7 +853,8 @@ int main(int argc, char** argv) {
         const double f = std::max(1.0, s.duration_s / 600.0);
         p.mixed_s = s.duration_s / 3;
         p.pause = static_cast<int>(12 * f * 0.6);
-        p.kill = p.terminate = p.crash = p.clock = static_cast<int>(10 * f * 0.6);
+        p.kill = p.terminate = p.crash = static_cast<int>(10 * f * 0.6);
+        p.clock = 2 * p.crash;
         p.storm16_s = static_cast<int>(20 * f * 0.6);
         p.storm64_s = static_cast<int>(25 * f * 0.6);
         p.pool_s = static_cast<int>(20 * f * 0.6);

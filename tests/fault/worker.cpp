@@ -74,6 +74,10 @@ public:
     }
 
     bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override {
+        // Recorded before sending: the lease stopped believing already, and a
+        // SIGKILL after the server freed it must not leave the belief open.
+        m_h.append({{"op", "rel"}, {"ph", "inv"}, {"t", mono_ns()}, {"w", holder}, {"L", name},
+                    {"e", epoch}});
         const auto t0 = mono_ns();
         try {
             const bool freed = m_inner.release(name, holder, epoch);
