@@ -5,7 +5,7 @@
 # fsynced) and Redis (in memory, no persistence), runs every figure, stops
 # them all whatever happens, prints one table and writes a JSON file.
 #
-#   scripts/bench.sh                          # full run, about 10 minutes
+#   scripts/bench.sh                          # full run, 10-15 minutes on 2 cores
 #   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
 #   BENCH_JSON=out.json scripts/bench.sh      # default: $build/bench-results.json
 set -euo pipefail
