@@ -9,7 +9,7 @@ packages=(
 	libpq-dev libpqxx-dev
 	googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev
 	libcli11-dev libfmt-dev nlohmann-json3-dev
-	libfaketime pgbouncer procps iproute2 python3
+	libfaketime pgbouncer procps iproute2 python3 libhiredis-dev libcurl4-openssl-dev
 	etcd-server etcd-client redis-server redis-tools
 )
 

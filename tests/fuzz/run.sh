@@ -25,13 +25,18 @@ case "$target" in
 	conninfo)
 		"${cxx[@]}" -I"$(pg_config --includedir)" "$here/fuzz_conninfo.cpp" \
 			"$root/client/src/conninfo.cpp" "$root/client/src/error.cpp" -lpq -o "$work/fuzz" ;;
+	cli_duration)
+		"${cxx[@]}" -I"$root/client/cli" "$here/fuzz_cli_duration.cpp" \
+			"$root/client/cli/duration.cpp" -o "$work/fuzz" ;;
+	cli_event)
+		"${cxx[@]}" -I"$root/client/cli" "$here/fuzz_cli_event.cpp" \
+			"$root/client/cli/event.cpp" -o "$work/fuzz" ;;
+	cli_args)
+		"${cxx[@]}" -I"$root/client/cli" -I"$(pg_config --includedir)" "$here/fuzz_cli_args.cpp" \
+			"$root"/client/cli/{cli_parse,conninfo,duration,run_plan}.cpp -lpq -o "$work/fuzz" ;;
 	*)
-		if [ -f "$here/targets/$target.sh" ]; then
-			source "$here/targets/$target.sh"	# defines how to build "$work/fuzz"
-		else
-			echo "unknown fuzz target: $target" >&2
-			exit 2
-		fi ;;
+		echo "unknown fuzz target: $target" >&2
+		exit 2 ;;
 esac
 
 mkdir -p "$work/new"
