@@ -14,8 +14,6 @@
  */
 #include "pg_lease.h"
 
-#include "access/htup_details.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -39,18 +37,6 @@ static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 		1, {TEXTOID}
 	},
 
-	/*
-	 * Every decision is taken on the locked row, with the clock read after
-	 * the lock is granted.  A single conditional UPDATE would not do: when
-	 * it waits behind a share lock (a fenced write in flight) and the row is
-	 * not updated meanwhile, PostgreSQL does not re-evaluate its WHERE
-	 * clause, so it would judge expiry as of before the wait.
-	 */
-	[LEASE_PLAN_LOCK] = {
-		"SELECT holder, epoch, expires_at, owner_role, ttl FROM %s.leases WHERE name" EQ "$1"
-		" FOR NO KEY UPDATE",
-		1, {TEXTOID}
-	},
 	[LEASE_PLAN_INSERT] = {
 		"INSERT INTO %s.leases (name, holder, epoch, acquired_at, renewed_at, expires_at,"
 		" ttl, transitions, owner_role) VALUES ($1, $2, $3, $4, $4, $5, $6, 0, $7)"
@@ -86,11 +72,6 @@ static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 		"SELECT pg_catalog.count(*) FROM %s.leases WHERE owner_role" EQ "$1",
 		1, {NAMEOID}
 	},
-	[LEASE_PLAN_FENCE_LOCK] = {
-		"SELECT epoch, holder IS NOT NULL, expires_at FROM %s.leases WHERE name" EQ "$1"
-		" FOR SHARE",
-		1, {TEXTOID}
-	},
 };
 
 static struct
@@ -98,7 +79,6 @@ static struct
 	bool		valid;
 	char	   *schema_sql;		/* quoted schema name, in TopMemoryContext */
 	Oid			leases;
-	Oid			leases_owner;
 	Oid			epoch_sequence;
 	SPIPlanPtr	plans[LEASE_PLAN_COUNT];
 }			lease_catalog;
@@ -151,7 +131,6 @@ void
 LeaseCatalogEnsure(Oid member_func)
 {
 	Oid			namespace;
-	HeapTuple	tuple;
 	int			i;
 
 	if (lease_catalog.valid)
@@ -170,12 +149,6 @@ LeaseCatalogEnsure(Oid member_func)
 	namespace = get_func_namespace(member_func);
 	lease_catalog.leases = LeaseRelationIn(namespace, "leases");
 	lease_catalog.epoch_sequence = LeaseRelationIn(namespace, "lease_epoch_seq");
-
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(lease_catalog.leases));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", lease_catalog.leases);
-	lease_catalog.leases_owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
 
 	lease_catalog.schema_sql =
 		MemoryContextStrdup(TopMemoryContext,
@@ -208,9 +181,9 @@ LeaseGetPlan(LeasePlan id)
 }
 
 Oid
-LeaseTableOwner(void)
+LeaseTableRelid(void)
 {
-	return lease_catalog.leases_owner;
+	return lease_catalog.leases;
 }
 
 Oid

@@ -16,14 +16,17 @@
 #include "pg_lease.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "validate.h"
 
-/* A lease row as read by LEASE_PLAN_READ or LEASE_PLAN_LOCK. */
+/* A lease row as LeaseReadRow or LeaseLockForWrite found it. */
 typedef struct LeaseRow
 {
 	text	   *holder;			/* NULL when free */
@@ -72,9 +75,9 @@ LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected)
 			 SPI_result_code_string(rc));
 }
 
-/* Read (or lock) the row of lease name; false when there is none. */
+/* Read the row of lease name without locking it; false when there is none. */
 static bool
-LeaseFetchRow(LeasePlan plan, text *name, LeaseRow *row)
+LeaseReadRow(text *name, LeaseRow *row)
 {
 	Datum		values[1] = {PointerGetDatum(name)};
 	HeapTuple	tuple;
@@ -82,7 +85,7 @@ LeaseFetchRow(LeasePlan plan, text *name, LeaseRow *row)
 	Datum		holder;
 	bool		isnull;
 
-	LeaseExecute(plan, values, NULL, SPI_OK_SELECT);
+	LeaseExecute(LEASE_PLAN_READ, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 
@@ -95,6 +98,43 @@ LeaseFetchRow(LeasePlan plan, text *name, LeaseRow *row)
 	namestrcpy(&row->owner_role, NameStr(*DatumGetName(SPI_getbinval(tuple, desc, 4, &isnull))));
 	row->ttl_usec = DatumGetIntervalP(SPI_getbinval(tuple, desc, 5, &isnull))->time;
 	return true;
+}
+
+/*
+ * Lock the row of lease name as an UPDATE would (FOR NO KEY UPDATE, newest
+ * version under READ COMMITTED); false when there is none.  Every decision
+ * of a lease function is taken on the locked row with the clock read after
+ * the lock was granted.  A single conditional UPDATE would not do: when it
+ * waits behind a share lock (a fenced write in flight) and the row is not
+ * updated meanwhile, PostgreSQL does not re-evaluate its WHERE clause, so
+ * it would judge expiry as of before the wait.
+ */
+static bool
+LeaseLockForWrite(text *name, LeaseRow *row)
+{
+	Relation	rel;
+	TupleTableSlot *slot;
+	bool		found;
+
+	CommandCounterIncrement();	/* see this call's own earlier changes */
+	rel = table_open(LeaseTableRelid(), RowShareLock);
+	slot = table_slot_create(rel, NULL);
+	found = LeaseLockRow(name, LockTupleNoKeyExclusive, GetTransactionSnapshot(), rel, slot);
+	if (found)
+	{
+		Datum	   *values = slot->tts_values;
+
+		/* the holder outlives SPI_finish: copy it to the caller's context */
+		row->holder = slot->tts_isnull[LEASE_COL_HOLDER] ? NULL :
+			DatumGetTextPP(SPI_datumTransfer(values[LEASE_COL_HOLDER], false, -1));
+		row->epoch = DatumGetInt64(values[LEASE_COL_EPOCH]);
+		row->expires_at = DatumGetTimestampTz(values[LEASE_COL_EXPIRES_AT]);
+		row->ttl_usec = DatumGetIntervalP(values[LEASE_COL_TTL])->time;
+		namestrcpy(&row->owner_role, NameStr(*DatumGetName(values[LEASE_COL_OWNER_ROLE])));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, NoLock);
+	return found;
 }
 
 static bool
@@ -176,7 +216,7 @@ LeaseCheckQuota(void)
 static bool
 LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch, LeaseRow *row)
 {
-	if (!LeaseFetchRow(LEASE_PLAN_LOCK, name, row) ||
+	if (!LeaseLockForWrite(name, row) ||
 		!LeaseTextEqual(row->holder, holder) || row->epoch != epoch)
 		return false;
 	LeaseCheckRole(name, row);
@@ -224,7 +264,7 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, LeaseGrant *grant)
 	int64		epoch;
 
 
-	if (LeaseFetchRow(LEASE_PLAN_LOCK, name, &row))
+	if (LeaseLockForWrite(name, &row))
 	{
 		now = GetCurrentTimestamp();
 		expires_at = now + ttl_usec;
@@ -306,7 +346,7 @@ LeaseAcquire(text *name, text *holder, int64 ttl_usec)
 	 * serialization failure if the row changed after the snapshot).
 	 */
 	if (!IsolationUsesXactSnapshot() &&
-		LeaseFetchRow(LEASE_PLAN_READ, name, &row) &&
+		LeaseReadRow(name, &row) &&
 		LeaseValidAt(&row, GetCurrentTimestamp()) &&
 		!LeaseTextEqual(row.holder, holder))
 		return LeaseRefused(&row);
@@ -417,7 +457,7 @@ lease_revoke(PG_FUNCTION_ARGS)
 	bool		revoked = false;
 
 	LeaseBegin(fcinfo);
-	if (LeaseFetchRow(LEASE_PLAN_LOCK, name, &row) && row.holder != NULL)
+	if (LeaseLockForWrite(name, &row) && row.holder != NULL)
 	{
 		LeaseFreeLocked(name, &row, "revoked");
 		revoked = true;

@@ -17,6 +17,10 @@
 
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "nodes/lockoptions.h"
+#include "utils/relcache.h"
+#include "utils/snapshot.h"
 
 /* Fenced write rejected: a newer epoch was granted (stale leader). */
 #define ERRCODE_LEASE_STALE_EPOCH	MAKE_SQLSTATE('L','S','0','0','1')
@@ -54,7 +58,6 @@ extern const LeaseEpochList *LeaseSettingEpochs(void);
 typedef enum LeasePlan
 {
 	LEASE_PLAN_READ,			/* current row, no lock */
-	LEASE_PLAN_LOCK,			/* current row, FOR NO KEY UPDATE */
 	LEASE_PLAN_INSERT,			/* first grant of a name */
 	LEASE_PLAN_GRANT,			/* new epoch for a free or expired lease */
 	LEASE_PLAN_EXTEND,			/* renew, or the holder acquires again */
@@ -62,18 +65,30 @@ typedef enum LeasePlan
 	LEASE_PLAN_EVENT,			/* append to lease_events */
 	LEASE_PLAN_PRUNE_EVENTS,	/* a lease's events past retention */
 	LEASE_PLAN_COUNT_ROLE,		/* leases whose latest grant a role made */
-	LEASE_PLAN_FENCE_LOCK,		/* the fence trigger's FOR SHARE lookup */
 	LEASE_PLAN_COUNT
 } LeasePlan;
 
 extern void LeaseCatalogInit(void);
 extern void LeaseCatalogEnsure(Oid member_func);
 extern SPIPlanPtr LeaseGetPlan(LeasePlan plan);
-extern Oid	LeaseTableOwner(void);
+extern Oid	LeaseTableRelid(void);
 extern Oid	LeaseEpochSequence(void);
 extern Oid	LeaseCallerRole(void);
 extern Datum LeaseCallerRoleName(void);
 extern bool LeaseCallerIsSuperuser(void);
+
+/*
+ * The columns of leases, as row_lock.c returns them in a slot (0-based).
+ */
+#define LEASE_COL_HOLDER		1
+#define LEASE_COL_EPOCH			2
+#define LEASE_COL_EXPIRES_AT	5
+#define LEASE_COL_TTL			6
+#define LEASE_COL_OWNER_ROLE	8
+
+/* row_lock.c */
+extern bool LeaseLockRow(text *name, LockTupleMode mode, Snapshot snapshot,
+						 Relation rel, TupleTableSlot *slot);
 
 /* epoch.c */
 extern int64 LeaseNextEpoch(void);

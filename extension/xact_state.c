@@ -16,6 +16,8 @@
  */
 #include "pg_lease.h"
 
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -150,49 +152,39 @@ LeaseDeclaredToken(const char *name, int64 *epoch)
 
 /*
  * The lease row, share-locked until the transaction ends; NULL when there is
- * no such lease.  The lookup runs as the owner of the leases table (ordinary
- * roles may not lock its rows), in a restricted security context, and on the
- * latest snapshot: a fence checks the lease as it is now, whatever the
- * transaction's isolation level.  The caller has validated the catalog cache.
+ * no such lease.  The lookup goes straight to the table (row_lock.c), so no
+ * privilege on leases is needed, and uses the latest snapshot: a fence
+ * checks the lease as it is now, whatever the transaction's isolation
+ * level.  The caller has validated the catalog cache.
  */
 const LeaseRowState *
 LeaseLockRowShared(const char *name)
 {
 	LeaseXactEntry *entry = EntryFind(locked_rows, name);
 	LeaseRowState state;
-	Datum		values[1];
-	Oid			save_userid;
-	int			save_sec_context;
-	bool		isnull;
-	int			rc;
+	Relation	rel;
+	TupleTableSlot *slot;
+	text	   *key;
+	bool		found;
 
 	if (entry != NULL)
 		return &entry->state;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_lease: SPI_connect failed");
-
-	values[0] = CStringGetTextDatum(name);
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(LeaseTableOwner(),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	rc = SPI_execute_snapshot(LeaseGetPlan(LEASE_PLAN_FENCE_LOCK), values, NULL,
-							  GetLatestSnapshot(), InvalidSnapshot,
-							  false, false, 1);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "pg_lease: lease lookup failed: %s", SPI_result_code_string(rc));
-
-	if (SPI_processed == 0)
+	key = cstring_to_text(name);
+	rel = table_open(LeaseTableRelid(), RowShareLock);
+	slot = table_slot_create(rel, NULL);
+	found = LeaseLockRow(key, LockTupleShare, GetLatestSnapshot(), rel, slot);
+	if (found)
 	{
-		SPI_finish();
-		return NULL;
+		state.epoch = DatumGetInt64(slot->tts_values[LEASE_COL_EPOCH]);
+		state.held = !slot->tts_isnull[LEASE_COL_HOLDER];
+		state.expires_at = DatumGetTimestampTz(slot->tts_values[LEASE_COL_EXPIRES_AT]);
 	}
-	state.epoch = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	state.held = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	state.expires_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	SPI_finish();
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, NoLock);
+	pfree(key);
+	if (!found)
+		return NULL;
 
 	entry = EntryPush(&locked_rows, name);
 	entry->state = state;
