@@ -850,15 +850,16 @@ int main(int argc, char** argv) {
     if (s.profile == "soak") {
         // About a third of the time on a mixed schedule, the rest on the
         // same kinds as the short profile with counts scaled up.
-        const double f = std::max(1.0, s.duration_s / 600.0);
+        // The short profile's phases take about 330 s on 2 cores.
+        const double f = std::max(1.0, s.duration_s * 2.0 / 3.0 / 330.0);
         p.mixed_s = s.duration_s / 3;
-        p.pause = static_cast<int>(12 * f * 0.6);
-        p.kill = p.terminate = p.crash = static_cast<int>(10 * f * 0.6);
+        p.pause = static_cast<int>(12 * f);
+        p.kill = p.terminate = p.crash = static_cast<int>(10 * f);
         p.clock = 2 * p.crash;
-        p.storm16_s = static_cast<int>(20 * f * 0.6);
-        p.storm64_s = static_cast<int>(25 * f * 0.6);
-        p.pool_s = static_cast<int>(20 * f * 0.6);
-        p.failover = static_cast<int>(10 * f * 0.6);
+        p.storm16_s = static_cast<int>(20 * f);
+        p.storm64_s = static_cast<int>(25 * f);
+        p.pool_s = static_cast<int>(20 * f);
+        p.failover = static_cast<int>(10 * f);
     }
     std::cout << "pglease_fault: profile " << s.profile << ", seed " << s.seed << ", work dir "
               << s.root << std::endl;
