@@ -158,7 +158,8 @@ private:
             if (r.contains("t"))
                 o << "t=" << ms(r["t"].get<std::int64_t>()) << " ";
             o << r.value("w", std::string{}) << " " << r.value("op", std::string{}) << " "
-              << r.value("ph", r.value("r", std::string{})) << " e=" << r.value("e", std::int64_t{0});
+              << r.value("ph", r.value("r", std::string{}))
+              << " e=" << r.value("e", std::int64_t{0});
             if (r.contains("s"))
                 o << " s=" << r["s"].get<std::int64_t>();
             if (r.contains("x"))
@@ -208,9 +209,9 @@ private:
         if (m_grant_times.empty())
             for (const auto& r : m_history)
                 if (r.value("op", "") == "acq" && r.value("r", "") == "ok")
-                    m_grant_times.emplace(std::make_pair(r["w"].get<std::string>(),
-                                                         r["e"].get<std::int64_t>()),
-                                          r["t"].get<std::int64_t>());
+                    m_grant_times.emplace(
+                        std::make_pair(r["w"].get<std::string>(), r["e"].get<std::int64_t>()),
+                        r["t"].get<std::int64_t>());
         auto it = m_grant_times.find({identity, epoch});
         return it == m_grant_times.end() ? 0 : it->second;
     }

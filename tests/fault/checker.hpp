@@ -14,8 +14,8 @@ namespace fault {
 
 /// One injected fault, as the nemesis recorded it.
 struct fault_record {
-    std::string kind;  ///< row of the table, e.g. "pause", "kill"
-    std::string lease; ///< lease whose leader was hit; empty: all leases
+    std::string kind;   ///< row of the table, e.g. "pause", "kill"
+    std::string lease;  ///< lease whose leader was hit; empty: all leases
     std::int64_t t = 0; ///< CLOCK_MONOTONIC ns when the fault began
     std::string detail;
 };
@@ -24,15 +24,15 @@ struct fault_record {
 /// that was injected last before them (on the same lease).
 struct kind_stats {
     int injections = 0;
-    long stale_refused = 0;  ///< writes the fence refused (LS001/LS002)
-    long stale_accepted = 0; ///< I2 violations
-    long acked_lost = 0;     ///< I3: acknowledged, absent at the end
+    long stale_refused = 0;   ///< writes the fence refused (LS001/LS002)
+    long stale_accepted = 0;  ///< I2 violations
+    long acked_lost = 0;      ///< I3: acknowledged, absent at the end
     long refused_present = 0; ///< I3: refused or failed, present at the end
-    long reissued = 0;       ///< I1 violations
-    long overlaps = 0;       ///< I4: belief (reply .. local deadline) overlaps
-    long overlaps_send = 0;  ///< I4 with beliefs from the request's send time
-    long unknown = 0;        ///< writes with unknown outcome
-    long no_recovery = 0;    ///< no leader within the liveness window
+    long reissued = 0;        ///< I1 violations
+    long overlaps = 0;        ///< I4: belief (reply .. local deadline) overlaps
+    long overlaps_send = 0;   ///< I4 with beliefs from the request's send time
+    long unknown = 0;         ///< writes with unknown outcome
+    long no_recovery = 0;     ///< no leader within the liveness window
     std::vector<double> recovery_ms;
     std::map<std::string, int> notes; ///< free-form counters (e.g. terminate states)
 };

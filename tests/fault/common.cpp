@@ -106,8 +106,8 @@ int fork_exec(std::vector<std::string> argv, const std::vector<std::string>& env
             if (eq != std::string::npos)
                 setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
         }
-        const int fd = ::open(log.empty() ? "/dev/null" : log.c_str(),
-                              O_WRONLY | O_CREAT | O_APPEND, 0644);
+        const int fd =
+            ::open(log.empty() ? "/dev/null" : log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
             dup2(fd, 2);

@@ -23,12 +23,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <set>
 #include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 
 namespace fault {
@@ -82,19 +82,14 @@ public:
     phase& operator=(phase&&) = delete;
 
     static std::vector<std::string> base_conf(int ttl_ms) {
-        return {"listen_addresses = '127.0.0.1'",
-                "fsync = off",
-                "max_connections = 320",
-                "shared_buffers = '32MB'",
-                "wal_level = replica",
-                "max_wal_senders = 10",
+        return {"listen_addresses = '127.0.0.1'", "fsync = off", "max_connections = 320",
+                "shared_buffers = '32MB'", "wal_level = replica", "max_wal_senders = 10",
                 "wal_keep_size = '256MB'",
                 // A writer stopped inside a fenced transaction holds the
                 // share lock on the lease row; without this bound it would
                 // block every takeover for as long as it is stopped.
                 "idle_in_transaction_session_timeout = '" + std::to_string(ttl_ms / 2) + "ms'",
-                "log_min_messages = warning",
-                "log_line_prefix = '%m [%p] %a '"};
+                "log_min_messages = warning", "log_line_prefix = '%m [%p] %a '"};
     }
 
     /// initdb + start the primary, create the extension and the schema.
@@ -196,8 +191,8 @@ public:
         try {
             pqxx::connection c{primary().conninfo()};
             pqxx::nontransaction tx{c};
-            auto r = tx.exec_params("SELECT holder FROM lease_status WHERE name = $1 AND valid",
-                                    lease);
+            auto r =
+                tx.exec_params("SELECT holder FROM lease_status WHERE name = $1 AND valid", lease);
             if (r.empty())
                 return std::nullopt;
             const auto holder = r[0][0].as<std::string>();
@@ -266,16 +261,15 @@ public:
         std::vector<db_event> events;
         std::vector<db_write> writes;
         read_database(primary().conninfo(), m_leases, events, writes);
-        auto rep = check_phase(m_name, history, events, writes, m_faults, m_s.ttl_ms,
-                               m_s.retry_ms, expect);
+        auto rep = check_phase(m_name, history, events, writes, m_faults, m_s.ttl_ms, m_s.retry_ms,
+                               expect);
         std::size_t acked = 0;
         for (const auto& r : history)
             if (r.value("op", "") == "write" && r.value("r", "") == "ok")
                 ++acked;
         std::cout << "  " << m_name << ": " << m_procs.size() << " worker processes, "
                   << history.size() << " records, " << events.size() << " lease events, "
-                  << writes.size() << " fenced rows (" << acked << " acknowledged)"
-                  << std::endl;
+                  << writes.size() << " fenced rows (" << acked << " acknowledged)" << std::endl;
         return rep;
     }
 
@@ -310,15 +304,14 @@ private:
 // The nemesis: one function per fault kind. Each injects for real and
 // records the CLOCK_MONOTONIC time at which the fault began.
 
-void settle(phase& ph, int ms) {
+void settle(int ms) {
     const auto end = mono_ns() + static_cast<std::int64_t>(ms) * 1000000;
     while (mono_ns() < end && !g_interrupted.load())
         sleep_ms(10);
-    (void)ph;
 }
 
 /// Kleppmann's pause: SIGSTOP the leader for 0.5, 1, 2, 5 x ttl.
-void inject_pause(phase& ph, const std::string& lease, int i, bool storm, int life) {
+void inject_pause(phase& ph, const std::string& lease, int i) {
     static const double mult[] = {0.5, 1, 2, 5};
     const double m = mult[i % 4];
     auto l = ph.wait_leader(lease, 10000);
@@ -329,10 +322,8 @@ void inject_pause(phase& ph, const std::string& lease, int i, bool storm, int li
     std::ostringstream d;
     d << m << "x ttl";
     ph.record("pause", lease, t, d.str());
-    settle(ph, static_cast<int>(m * ph.m_s.ttl_ms));
+    settle(static_cast<int>(m * ph.m_s.ttl_ms));
     kill(l->second, SIGCONT);
-    (void)storm;
-    (void)life;
 }
 
 void inject_kill(phase& ph, const std::string& lease, bool storm, int life,
@@ -399,7 +390,7 @@ void inject_crash(phase& ph) {
     const auto t = mono_ns();
     ph.primary().stop("immediate");
     ph.record("crash", "", t, "");
-    settle(ph, ph.uniform(0, 300));
+    settle(ph.uniform(0, 300));
     ph.primary().start(false);
 }
 
@@ -493,14 +484,14 @@ phase_report run_single(const settings& s, std::mt19937& rng, const std::string&
         ph.spawn_worker("l0", false, life);
     ph.wait_leader("l0", 15000);
     body(ph);
-    settle(ph, 2 * s.ttl_ms);
+    settle(2 * s.ttl_ms);
     phase_expectations ex;
     ex.overlaps_allowed = faketime;
     return ph.finish(ex);
 }
 
 std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s, const plan& p,
-                                                               std::mt19937& rng) {
+                                                              std::mt19937& rng) {
     std::vector<std::pair<std::string, phase_report>> out;
     const int life = 3600000;
     auto want = [&](const std::string& k) { return s.only.empty() || s.only.count(k) != 0; };
@@ -515,82 +506,112 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
 
     if (p.mixed_s > 0)
         run("mixed", [&] {
-            return run_single(s, rng, "mixed", [&](phase& ph) {
-                const auto end = mono_ns() + static_cast<std::int64_t>(p.mixed_s) * 1000000000;
-                int server_offset = 0, i = 0;
-                while (mono_ns() < end && !g_interrupted.load()) {
-                    switch (ph.uniform(0, 5)) {
-                    case 0: inject_pause(ph, "l0", i, false, life); break;
-                    case 1: inject_kill(ph, "l0", false, life); break;
-                    case 2: inject_terminate(ph, "l0", "renew"); break;
-                    case 3: inject_terminate(ph, "l0", ph.uniform(0, 1) ? "at-commit" : "mid-write"); break;
-                    case 4: inject_crash(ph); break;
-                    default: {
-                        // the clock returns to true time every other step
-                        const int step = server_offset != 0 ? -server_offset
-                                                            : ph.uniform(0, 1) ? 3 : -3;
-                        inject_clock(ph, server_offset, step);
+            return run_single(
+                s, rng, "mixed",
+                [&](phase& ph) {
+                    const auto end = mono_ns() + static_cast<std::int64_t>(p.mixed_s) * 1000000000;
+                    int server_offset = 0, i = 0;
+                    while (mono_ns() < end && !g_interrupted.load()) {
+                        switch (ph.uniform(0, 5)) {
+                        case 0:
+                            inject_pause(ph, "l0", i);
+                            break;
+                        case 1:
+                            inject_kill(ph, "l0", false, life);
+                            break;
+                        case 2:
+                            inject_terminate(ph, "l0", "renew");
+                            break;
+                        case 3:
+                            inject_terminate(ph, "l0",
+                                             ph.uniform(0, 1) ? "at-commit" : "mid-write");
+                            break;
+                        case 4:
+                            inject_crash(ph);
+                            break;
+                        default: {
+                            // the clock returns to true time every other step
+                            const int step = server_offset != 0 ? -server_offset
+                                             : ph.uniform(0, 1) ? 3
+                                                                : -3;
+                            inject_clock(ph, server_offset, step);
+                        }
+                        }
+                        ++i;
+                        settle(s.ttl_ms + ph.uniform(0, 2 * s.ttl_ms));
                     }
-                    }
-                    ++i;
-                    settle(ph, s.ttl_ms + ph.uniform(0, 2 * s.ttl_ms));
-                }
-            }, 3, true);
+                },
+                3, true);
         });
 
     run("pause", [&] {
-        return run_single(s, rng, "pause", [&](phase& ph) {
-            for (int i = 0; i < p.pause && !g_interrupted.load(); ++i) {
-                inject_pause(ph, "l0", i, false, life);
-                settle(ph, s.ttl_ms * 3 / 2 + ph.uniform(0, 500));
-            }
-        }, 3);
+        return run_single(
+            s, rng, "pause",
+            [&](phase& ph) {
+                for (int i = 0; i < p.pause && !g_interrupted.load(); ++i) {
+                    inject_pause(ph, "l0", i);
+                    settle(s.ttl_ms * 3 / 2 + ph.uniform(0, 500));
+                }
+            },
+            3);
     });
     run("kill", [&] {
-        return run_single(s, rng, "kill", [&](phase& ph) {
-            for (int i = 0; i < p.kill && !g_interrupted.load(); ++i) {
-                inject_kill(ph, "l0", false, life);
-                settle(ph, s.ttl_ms * 3 / 2 + ph.uniform(0, 500));
-            }
-        }, 3);
+        return run_single(
+            s, rng, "kill",
+            [&](phase& ph) {
+                for (int i = 0; i < p.kill && !g_interrupted.load(); ++i) {
+                    inject_kill(ph, "l0", false, life);
+                    settle(s.ttl_ms * 3 / 2 + ph.uniform(0, 500));
+                }
+            },
+            3);
     });
     run("terminate", [&] {
-        return run_single(s, rng, "terminate", [&](phase& ph) {
-            static const char* aims[] = {"mid-write", "at-commit"};
-            for (int i = 0; i < p.terminate && !g_interrupted.load(); ++i) {
-                inject_terminate(ph, "l0", "renew");
-                settle(ph, s.ttl_ms / 2 + ph.uniform(0, 300));
-                inject_terminate(ph, "l0", aims[i % 2]);
-                settle(ph, s.ttl_ms / 2 + ph.uniform(0, 300));
-            }
-        }, 3);
+        return run_single(
+            s, rng, "terminate",
+            [&](phase& ph) {
+                static const char* aims[] = {"mid-write", "at-commit"};
+                for (int i = 0; i < p.terminate && !g_interrupted.load(); ++i) {
+                    inject_terminate(ph, "l0", "renew");
+                    settle(s.ttl_ms / 2 + ph.uniform(0, 300));
+                    inject_terminate(ph, "l0", aims[i % 2]);
+                    settle(s.ttl_ms / 2 + ph.uniform(0, 300));
+                }
+            },
+            3);
     });
     run("crash", [&] {
-        return run_single(s, rng, "crash", [&](phase& ph) {
-            for (int i = 0; i < p.crash && !g_interrupted.load(); ++i) {
-                inject_crash(ph);
-                settle(ph, 2 * s.ttl_ms + ph.uniform(0, 1000));
-            }
-        }, 3);
+        return run_single(
+            s, rng, "crash",
+            [&](phase& ph) {
+                for (int i = 0; i < p.crash && !g_interrupted.load(); ++i) {
+                    inject_crash(ph);
+                    settle(2 * s.ttl_ms + ph.uniform(0, 1000));
+                }
+            },
+            3);
     });
     run("clock", [&] {
-        return run_single(s, rng, "clock", [&](phase& ph) {
-            int server_offset = 0;
-            static const int sizes[] = {2, 3, 5};
-            for (int i = 0; i < p.clock && !g_interrupted.load(); ++i) {
-                // forward by k, back to true time; back by k, forward to true time
-                const int k = std::max(1, sizes[(i / 2) % 3] * s.ttl_ms / 1000);
-                int step = 0;
+        return run_single(
+            s, rng, "clock",
+            [&](phase& ph) {
+                int server_offset = 0;
+                static const int sizes[] = {2, 3, 5};
+                for (int i = 0; i < p.clock && !g_interrupted.load(); ++i) {
+                    // forward by k, back to true time; back by k, forward to true time
+                    const int k = std::max(1, sizes[(i / 2) % 3] * s.ttl_ms / 1000);
+                    int step = 0;
+                    if (server_offset != 0)
+                        step = -server_offset;
+                    else
+                        step = (i / 2) % 2 == 0 ? k : -k;
+                    inject_clock(ph, server_offset, step);
+                    settle(2 * s.ttl_ms + (step < 0 ? -step * 1000 : 0) / 2 + ph.uniform(0, 500));
+                }
                 if (server_offset != 0)
-                    step = -server_offset;
-                else
-                    step = (i / 2) % 2 == 0 ? k : -k;
-                inject_clock(ph, server_offset, step);
-                settle(ph, 2 * s.ttl_ms + (step < 0 ? -step * 1000 : 0) / 2 + ph.uniform(0, 500));
-            }
-            if (server_offset != 0)
-                inject_clock(ph, server_offset, -server_offset);
-        }, 3, true);
+                    inject_clock(ph, server_offset, -server_offset);
+            },
+            3, true);
     });
 
     auto storm = [&](const std::string& name, int workers, int nleases, int seconds, bool pool) {
@@ -605,10 +626,10 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
             ph.spawn_worker(leases[static_cast<std::size_t>(i % nleases)], true, life);
         const auto end = mono_ns() + static_cast<std::int64_t>(seconds) * 1000000000;
         while (mono_ns() < end && !g_interrupted.load()) {
-            settle(ph, p.storm_kill_every_ms / 2 + ph.uniform(0, p.storm_kill_every_ms));
+            settle(p.storm_kill_every_ms / 2 + ph.uniform(0, p.storm_kill_every_ms));
             inject_kill(ph, ph.pick(leases), true, life, name);
         }
-        settle(ph, 2 * s.ttl_ms);
+        settle(2 * s.ttl_ms);
         return ph.finish({}, name);
     };
     run("storm16", [&] { return storm("storm16", 16, 4, p.storm16_s, false); });
@@ -634,11 +655,11 @@ std::vector<std::pair<std::string, phase_report>> run_profile(const settings& s,
             ph.spawn_worker("l0", false, life);
         ph.wait_leader("l0", 15000);
         for (int i = 0; i < p.failover && !g_interrupted.load(); ++i) {
-            settle(ph, s.ttl_ms + ph.uniform(0, 1000));
+            settle(s.ttl_ms + ph.uniform(0, 1000));
             inject_failover(ph, sync);
             ph.wait_leader("l0", 15000);
         }
-        settle(ph, 2 * s.ttl_ms);
+        settle(2 * s.ttl_ms);
         phase_expectations ex;
         ex.lost_acks_allowed = !sync;
         return ph.finish(ex);
@@ -840,7 +861,7 @@ int main(int argc, char** argv) {
 
     start_guardian(s.root, s.keep);
 
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);

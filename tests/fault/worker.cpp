@@ -46,13 +46,23 @@ public:
         const auto t0 = mono_ns();
         try {
             auto reply = m_inner.acquire(name, holder, ttl);
-            m_h.append({{"op", "acq"}, {"t0", t0}, {"t", mono_ns()}, {"w", holder}, {"L", name},
-                        {"r", reply.acquired ? "ok" : "no"}, {"e", reply.epoch},
+            m_h.append({{"op", "acq"},
+                        {"t0", t0},
+                        {"t", mono_ns()},
+                        {"w", holder},
+                        {"L", name},
+                        {"r", reply.acquired ? "ok" : "no"},
+                        {"e", reply.epoch},
                         {"h", reply.holder}});
             return reply;
         } catch (const std::exception& e) {
-            m_h.append({{"op", "acq"}, {"t0", t0}, {"t", mono_ns()}, {"w", holder}, {"L", name},
-                        {"r", "fail"}, {"x", e.what()}});
+            m_h.append({{"op", "acq"},
+                        {"t0", t0},
+                        {"t", mono_ns()},
+                        {"w", holder},
+                        {"L", name},
+                        {"r", "fail"},
+                        {"x", e.what()}});
             throw;
         }
     }
@@ -63,12 +73,23 @@ public:
         const auto t0 = mono_ns();
         try {
             auto left = m_inner.renew(name, holder, epoch, ttl);
-            m_h.append({{"op", "renew"}, {"t0", t0}, {"t", mono_ns()}, {"w", holder},
-                        {"L", name}, {"r", left ? "ok" : "no"}, {"e", epoch}});
+            m_h.append({{"op", "renew"},
+                        {"t0", t0},
+                        {"t", mono_ns()},
+                        {"w", holder},
+                        {"L", name},
+                        {"r", left ? "ok" : "no"},
+                        {"e", epoch}});
             return left;
         } catch (const std::exception& e) {
-            m_h.append({{"op", "renew"}, {"t0", t0}, {"t", mono_ns()}, {"w", holder},
-                        {"L", name}, {"r", "fail"}, {"e", epoch}, {"x", e.what()}});
+            m_h.append({{"op", "renew"},
+                        {"t0", t0},
+                        {"t", mono_ns()},
+                        {"w", holder},
+                        {"L", name},
+                        {"r", "fail"},
+                        {"e", epoch},
+                        {"x", e.what()}});
             throw;
         }
     }
@@ -76,17 +97,32 @@ public:
     bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override {
         // Recorded before sending: the lease stopped believing already, and a
         // SIGKILL after the server freed it must not leave the belief open.
-        m_h.append({{"op", "rel"}, {"ph", "inv"}, {"t", mono_ns()}, {"w", holder}, {"L", name},
+        m_h.append({{"op", "rel"},
+                    {"ph", "inv"},
+                    {"t", mono_ns()},
+                    {"w", holder},
+                    {"L", name},
                     {"e", epoch}});
         const auto t0 = mono_ns();
         try {
             const bool freed = m_inner.release(name, holder, epoch);
-            m_h.append({{"op", "rel"}, {"t0", t0}, {"t", mono_ns()}, {"w", holder}, {"L", name},
-                        {"r", freed ? "ok" : "no"}, {"e", epoch}});
+            m_h.append({{"op", "rel"},
+                        {"t0", t0},
+                        {"t", mono_ns()},
+                        {"w", holder},
+                        {"L", name},
+                        {"r", freed ? "ok" : "no"},
+                        {"e", epoch}});
             return freed;
         } catch (const std::exception& e) {
-            m_h.append({{"op", "rel"}, {"t0", t0}, {"t", mono_ns()}, {"w", holder}, {"L", name},
-                        {"r", "fail"}, {"e", epoch}, {"x", e.what()}});
+            m_h.append({{"op", "rel"},
+                        {"t0", t0},
+                        {"t", mono_ns()},
+                        {"w", holder},
+                        {"L", name},
+                        {"r", "fail"},
+                        {"e", epoch},
+                        {"x", e.what()}});
             throw;
         }
     }
@@ -142,10 +178,16 @@ void writer_loop(const worker_settings& s, history_file& h, shared_state& st, st
         }
         ++seq;
         const bool slow = rng() % 4 == 0;
-        h.append({{"op", "write"}, {"ph", "inv"}, {"t", mono_ns()}, {"w", s.label}, {"L", s.lease},
-                  {"e", e}, {"s", seq}});
+        h.append({{"op", "write"},
+                  {"ph", "inv"},
+                  {"t", mono_ns()},
+                  {"w", s.label},
+                  {"L", s.lease},
+                  {"e", e},
+                  {"s", seq}});
         const auto t0 = mono_ns();
-        json done{{"op", "write"}, {"t0", t0}, {"w", s.label}, {"L", s.lease}, {"e", e}, {"s", seq}};
+        json done{{"op", "write"}, {"t0", t0}, {"w", s.label},
+                  {"L", s.lease},  {"e", e},   {"s", seq}};
         bool drop = false;
         try {
             pglease::run_fenced(*conn, pglease::fence_token{s.lease, e, {}}, [&](pqxx::work& tx) {
@@ -167,7 +209,10 @@ void writer_loop(const worker_settings& s, history_file& h, shared_state& st, st
                 const std::lock_guard lock{st.mutex};
                 if (st.elector && st.elector->epoch() == e) {
                     st.elector->report_lost(e);
-                    h.append({{"op", "lost"}, {"t", mono_ns()}, {"w", st.identity}, {"L", s.lease},
+                    h.append({{"op", "lost"},
+                              {"t", mono_ns()},
+                              {"w", st.identity},
+                              {"L", s.lease},
                               {"e", e}});
                 }
             }
@@ -236,7 +281,7 @@ worker_settings parse_worker_args(int argc, char** argv) {
 }
 
 int run_worker(const worker_settings& s) {
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
@@ -260,10 +305,11 @@ int run_worker(const worker_settings& s) {
         cfg.connection.call_timeout = std::chrono::milliseconds{s.retry_ms};
         cfg.connection.listen = s.listen;
         const std::string identity = cfg.identity;
-        cfg.callbacks.on_started_leading = [&h, &st, &s, identity](std::int64_t epoch,
-                                                                   const pglease::stop_token& stop) {
-            h.append({{"op", "start"}, {"t", mono_ns()}, {"w", identity}, {"L", s.lease},
-                      {"e", epoch}});
+        cfg.callbacks.on_started_leading = [&h, &st, &s,
+                                            identity](std::int64_t epoch,
+                                                      const pglease::stop_token& stop) {
+            h.append(
+                {{"op", "start"}, {"t", mono_ns()}, {"w", identity}, {"L", s.lease}, {"e", epoch}});
             st.epoch.store(epoch);
             stop.wait();
         };

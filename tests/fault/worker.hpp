@@ -10,10 +10,10 @@ namespace fault {
 
 /// What a worker does; passed on its command line as --key=value.
 struct worker_settings {
-    std::string label;      ///< process label, e.g. "p3"; identities are label.generation
-    std::string lease;      ///< lease name; the fenced table is fw_<lease>
-    std::string conninfo;   ///< libpq connection string (loopback only)
-    std::string history;    ///< path of this worker's history file
+    std::string label;    ///< process label, e.g. "p3"; identities are label.generation
+    std::string lease;    ///< lease name; the fenced table is fw_<lease>
+    std::string conninfo; ///< libpq connection string (loopback only)
+    std::string history;  ///< path of this worker's history file
     int ttl_ms = 1000;
     int renew_deadline_ms = 600;
     int retry_ms = 200;
