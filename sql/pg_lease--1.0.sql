@@ -88,6 +88,31 @@ CREATE FUNCTION @extschema@.lease_renew(name text, holder text, epoch bigint, tt
 COMMENT ON FUNCTION @extschema@.lease_renew(text, text, bigint, interval) IS
 	'extend a lease the holder still has at this epoch; the new expiry, or null when it is lost';
 
+CREATE FUNCTION @extschema@.lease_renew_many(names text[], holder text, epochs bigint[], ttl interval DEFAULT NULL)
+	RETURNS TABLE (name text, expires_at timestamptz)
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $renew_many$
+BEGIN
+	IF names IS NULL OR holder IS NULL OR epochs IS NULL THEN
+		RAISE EXCEPTION 'lease_renew_many arguments must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF cardinality(names) <> cardinality(epochs) THEN
+		RAISE EXCEPTION 'names and epochs must have the same length'
+			USING ERRCODE = '22023',
+				  DETAIL = format('%s names, %s epochs.', cardinality(names), cardinality(epochs));
+	END IF;
+	-- One statement, so one commit renews them all: a process holding many
+	-- leases needs one durable commit per renewal round, not per lease.
+	RETURN QUERY
+		SELECT t.n, @extschema@.lease_renew(t.n, holder, t.e, ttl)
+		  FROM unnest(names, epochs) WITH ORDINALITY AS t(n, e, i)
+		 ORDER BY t.i;
+END
+$renew_many$;
+COMMENT ON FUNCTION @extschema@.lease_renew_many(text[], text, bigint[], interval) IS
+	'lease_renew for many leases of one holder in one statement; expires_at is null for each one lost';
+
 CREATE FUNCTION @extschema@.lease_release(name text, holder text, epoch bigint)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'lease_release'

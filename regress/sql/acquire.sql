@@ -64,6 +64,19 @@ SELECT acquired, epoch - :tl1 AS epoch FROM lease_acquire('shard-1', 'worker-a',
 SELECT acquired, epoch - :tl1 AS epoch FROM lease_acquire('shard-2', 'worker-b', '30s');
 SELECT name, holder FROM leases WHERE name LIKE 'shard-%' ORDER BY name;
 
+-- renewing many leases of one holder in one statement: NULL for each one lost
+SELECT acquired FROM lease_acquire('shard-3', 'worker-a', '30s');
+SELECT name, expires_at > clock_timestamp() AS renewed
+  FROM lease_renew_many(ARRAY['shard-1', 'shard-3', 'shard-2', 'nosuch'], 'worker-a',
+                        ARRAY[(SELECT epoch FROM leases WHERE name = 'shard-1'),
+                              (SELECT epoch FROM leases WHERE name = 'shard-3'),
+                              (SELECT epoch FROM leases WHERE name = 'shard-2'), 1], '1 minute');
+SELECT name, ttl FROM leases WHERE name LIKE 'shard-%' ORDER BY name;
+SELECT * FROM lease_renew_many(ARRAY['a', 'b'], 'worker-a', ARRAY[1]);
+SELECT * FROM lease_renew_many(NULL, 'worker-a', ARRAY[1]);
+SELECT * FROM lease_renew_many(ARRAY['a'], 'worker-a', ARRAY[1], '0s');
+SELECT count(*) FROM lease_renew_many('{}', 'worker-a', '{}');
+
 -- every function raises synchronous_commit for its transaction when it is off or local
 BEGIN;
 SET LOCAL synchronous_commit = off;
