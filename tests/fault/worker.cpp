@@ -41,90 +41,68 @@ public:
         : m_inner{std::move(opts)}
         , m_h{h} {}
 
-    pglease::acquire_reply acquire(const std::string& name, const std::string& holder,
-                                   std::chrono::milliseconds ttl) override {
-        const auto t0 = mono_ns();
+private:
+    static json entry(const char* op, const std::string& name, const std::string& holder) {
+        return json{{"op", op}, {"w", holder}, {"L", name}};
+    }
+
+    /// Runs @p call between send time t0 and reply time t, and records the
+    /// outcome: @p outcome fills in the reply's fields, a failure records
+    /// r = "fail" and the error, then rethrows.
+    template <typename Call, typename Outcome>
+    auto recorded(json e, Call&& call, Outcome&& outcome) {
+        e["t0"] = mono_ns();
         try {
-            auto reply = m_inner.acquire(name, holder, ttl);
-            m_h.append({{"op", "acq"},
-                        {"t0", t0},
-                        {"t", mono_ns()},
-                        {"w", holder},
-                        {"L", name},
-                        {"r", reply.acquired ? "ok" : "no"},
-                        {"e", reply.epoch},
-                        {"h", reply.holder}});
-            return reply;
-        } catch (const std::exception& e) {
-            m_h.append({{"op", "acq"},
-                        {"t0", t0},
-                        {"t", mono_ns()},
-                        {"w", holder},
-                        {"L", name},
-                        {"r", "fail"},
-                        {"x", e.what()}});
+            auto result = call();
+            e["t"] = mono_ns();
+            outcome(e, result);
+            m_h.append(e);
+            return result;
+        } catch (const std::exception& ex) {
+            e["t"] = mono_ns();
+            e["r"] = "fail";
+            e["x"] = ex.what();
+            m_h.append(e);
             throw;
         }
+    }
+
+public:
+    pglease::acquire_reply acquire(const std::string& name, const std::string& holder,
+                                   std::chrono::milliseconds ttl) override {
+        return recorded(
+            entry("acq", name, holder), [&] { return m_inner.acquire(name, holder, ttl); },
+            [](json& e, const pglease::acquire_reply& reply) {
+                e["r"] = reply.acquired ? "ok" : "no";
+                e["e"] = reply.epoch;
+                e["h"] = reply.holder;
+            });
     }
 
     std::optional<std::chrono::microseconds> renew(const std::string& name,
                                                    const std::string& holder, std::int64_t epoch,
                                                    std::chrono::milliseconds ttl) override {
-        const auto t0 = mono_ns();
-        try {
-            auto left = m_inner.renew(name, holder, epoch, ttl);
-            m_h.append({{"op", "renew"},
-                        {"t0", t0},
-                        {"t", mono_ns()},
-                        {"w", holder},
-                        {"L", name},
-                        {"r", left ? "ok" : "no"},
-                        {"e", epoch}});
-            return left;
-        } catch (const std::exception& e) {
-            m_h.append({{"op", "renew"},
-                        {"t0", t0},
-                        {"t", mono_ns()},
-                        {"w", holder},
-                        {"L", name},
-                        {"r", "fail"},
-                        {"e", epoch},
-                        {"x", e.what()}});
-            throw;
-        }
+        json e = entry("renew", name, holder);
+        e["e"] = epoch;
+        return recorded(
+            std::move(e), [&] { return m_inner.renew(name, holder, epoch, ttl); },
+            [](json& out, const std::optional<std::chrono::microseconds>& left) {
+                out["r"] = left ? "ok" : "no";
+            });
     }
 
     bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override {
+        json e = entry("rel", name, holder);
+        e["e"] = epoch;
         // Recorded before sending: the lease stopped believing already, and a
         // SIGKILL after the server freed it must not leave the belief open.
-        m_h.append({{"op", "rel"},
-                    {"ph", "inv"},
-                    {"t", mono_ns()},
-                    {"w", holder},
-                    {"L", name},
-                    {"e", epoch}});
-        const auto t0 = mono_ns();
-        try {
-            const bool freed = m_inner.release(name, holder, epoch);
-            m_h.append({{"op", "rel"},
-                        {"t0", t0},
-                        {"t", mono_ns()},
-                        {"w", holder},
-                        {"L", name},
-                        {"r", freed ? "ok" : "no"},
-                        {"e", epoch}});
-            return freed;
-        } catch (const std::exception& e) {
-            m_h.append({{"op", "rel"},
-                        {"t0", t0},
-                        {"t", mono_ns()},
-                        {"w", holder},
-                        {"L", name},
-                        {"r", "fail"},
-                        {"e", epoch},
-                        {"x", e.what()}});
-            throw;
-        }
+        json invoked = e;
+        invoked["ph"] = "inv";
+        invoked["t"] = mono_ns();
+        m_h.append(invoked);
+        return recorded(
+            std::move(e), [&] { return m_inner.release(name, holder, epoch); },
+            [](json& out, bool freed) { out["r"] = freed ? "ok" : "no"; });
     }
 
     bool revoke(const std::string& name) override { return m_inner.revoke(name); }
