@@ -11,18 +11,7 @@
 
 BENCH_PIDS=()
 
-bench_free_port()
-{
-	local port
-	for _ in $(seq 1 200); do
-		port=$((20000 + RANDOM % 30000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
-	done
-	return 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/harness/free_port.sh"
 
 bench_wait()
 {
@@ -40,7 +29,7 @@ bench_etcd_start()
 {
 	local dir=$1 client peer
 	command -v etcd >/dev/null || return 1
-	client=$(bench_free_port) && peer=$(bench_free_port) || return 1
+	client=$(pg_free_port) && peer=$(pg_free_port) || return 1
 	mkdir -p "$dir"
 	etcd --name bench --data-dir "$dir/etcd" \
 		--listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
@@ -55,7 +44,7 @@ bench_redis_start()
 {
 	local dir=$1 port
 	command -v redis-server >/dev/null || return 1
-	port=$(bench_free_port) || return 1
+	port=$(pg_free_port) || return 1
 	mkdir -p "$dir"
 	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
 		--dir "$dir" --logfile "$dir/redis.log" &

@@ -23,20 +23,7 @@ pg_as_owner()
 	fi
 }
 
-# A loopback TCP port that nothing listens on.
-pg_free_port()
-{
-	local port
-	for _ in $(seq 1 200); do
-		port=$((20000 + RANDOM % 30000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
-	done
-	echo "pg_free_port: no free port found" >&2
-	return 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/free_port.sh"
 
 pg_cluster_dir() { echo "$PG_CLUSTER_ROOT/$1"; }
 
