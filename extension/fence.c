@@ -7,8 +7,10 @@
  * BEFORE TRUNCATE FOR EACH STATEMENT, installed by lease_fence() with two
  * arguments: the lease name and the epoch column.  A write passes only if
  * its token is the lease's current epoch, the lease has a holder and has not
- * expired.  The check share-locks the lease row until the transaction ends,
- * so no takeover can commit while a write that passed is still open.
+ * expired.  The check key-share-locks the lease row until the transaction
+ * ends, so no change of holder can commit while a write that passed is
+ * still open; renewals, which take a weaker lock than a change of holder,
+ * go on meanwhile.
  *
  * Hot path: the trigger's arguments and column number are kept for the
  * statement (fn_extra) and the locked lease row for the transaction
@@ -171,6 +173,11 @@ FenceRejectNoToken(const FenceConfig *config, Relation rel)
 static void
 FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowState *row)
 {
+	/* the expiry kept for the transaction passed: renewed meanwhile? */
+	if (row != NULL && row->held && row->epoch == token &&
+		GetCurrentTimestamp() >= row->expires_at)
+		row = LeaseRefreshRow(config->lease);
+
 	if (row == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_LEASE_NOT_HELD),
