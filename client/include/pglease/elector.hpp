@@ -102,6 +102,14 @@ public:
     /// application connection, not the elector's). Throws lease_lost before
     /// any I/O when not leading; a fence_rejected from the server ends the
     /// term at once (report_lost) and is rethrown.
+    ///
+    /// A transaction that fails because the session was terminated (57P01,
+    /// a broken connection) or its statement cancelled (57014) after this
+    /// term's lease ran out (leading() false: past the local deadline) was
+    /// evicted by another holder's takeover: it is thrown as lease_evicted
+    /// (a lease_lost; nothing committed) and the term ends at once, as for
+    /// fence_rejected. While still leading, such failures are not evictions:
+    /// connection_lost (reconnect and retry) or the error as it came.
     template <typename F>
     auto run_fenced(pqxx::connection_base& conn, F&& fn) {
         const fence_token t = token();
@@ -110,6 +118,11 @@ public:
         } catch (const lease_lost&) {
             report_lost(t.epoch);
             throw;
+        } catch (const error& e) {
+            if (!detail::is_eviction(e) || (leading() && epoch() == t.epoch))
+                throw;
+            report_lost(t.epoch);
+            detail::throw_evicted(e, t);
         }
     }
 
