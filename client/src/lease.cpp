@@ -93,7 +93,10 @@ bool lease::renew(clock::time_point deadline) {
     // The time before sending, as for acquire; the call may not outlast the
     // local deadline: a renew answered later could not keep us leading.
     const auto sent = m_clock.now();
-    const auto bound = std::min(deadline, clock::time_point{clock::duration{before}});
+    const clock::time_point local{clock::duration{before}};
+    const auto bound = sent < local ? std::min(deadline, local) : deadline;
+    if (sent >= bound)
+        throw error{"lease \"" + m_name + "\": renew not sent: no time left before its deadline"};
     const auto remaining = m_db.renew(m_name, m_options.identity, epoch, m_options.ttl, bound);
     if (!remaining) {
         m_deadline.store(lost);

@@ -82,10 +82,10 @@ public:
     /// the deadline is then unchanged.
     ///
     /// The call returns or fails by the earlier of @p deadline and the local
-    /// deadline (and the backend's call_timeout): a renew that cannot finish
-    /// while the lease is still held is cut off, so the caller can step down
-    /// in time instead of waiting for it. A renew started with no time left
-    /// fails without being sent.
+    /// deadline, if that is still ahead (and by the backend's call_timeout):
+    /// a renew that cannot finish while the lease is still held is cut off,
+    /// so the caller can step down in time instead of waiting for it. A
+    /// renew whose @p deadline has passed fails (error) without being sent.
     [[nodiscard]] bool renew(clock::time_point deadline = clock::time_point::max());
 
     /// Stops claiming the lease (held() false at once), then frees it on the
