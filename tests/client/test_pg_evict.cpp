@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <future>
 #include <thread>
 
 namespace pglease::test {
@@ -174,6 +175,42 @@ TEST_F(pg_evict, leader_stalled_idle_in_its_fenced_transaction_is_evicted) {
 
 TEST_F(pg_evict, leader_stalled_in_a_running_fenced_statement_is_evicted) {
     stalled_leader_is_evicted(stall::busy);
+}
+
+TEST_F(pg_evict, lease_run_fenced_sleeping_past_its_ttl_is_evicted_by_a_new_holder) {
+    const auto name = unique_name("evict_lease");
+    const auto table = unique_name("evict_lease_tbl");
+    make_fenced_table(table, name);
+    pq_backend mine{env_options("evict-sleeper")};
+    lease_options o;
+    o.ttl = 2s;
+    lease l{mine, name, o}; // nobody renews it
+    ASSERT_TRUE(l.acquire());
+    pq_backend theirs{env_options("evict-taker")};
+    lease other{theirs, name, {}};
+
+    pqxx::connection app{""};
+    std::future<bool> taken;
+    try {
+        l.run_fenced(app, [&](pqxx::work& tx) {
+            tx.exec0("INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('sleeper')");
+            // The callback sleeps past the ttl while another client acquires.
+            ASSERT_TRUE(eventually([&] { return !lease_status(name).valid; }, 5s));
+            taken = std::async(std::launch::async, [&] { return other.acquire(); });
+            taken.wait();
+            tx.exec0("INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('after')");
+        });
+        ADD_FAILURE() << "the sleeping fenced transaction committed";
+    } catch (const lease_evicted& e) {
+        std::cout << "[ info ] lease_evicted, sqlstate '" << e.sqlstate() << "': " << e.what()
+                  << "\n";
+    }
+    ASSERT_TRUE(taken.valid());
+    EXPECT_TRUE(taken.get());
+    EXPECT_FALSE(l.held());
+    pqxx::nontransaction q{admin()};
+    EXPECT_TRUE(q.exec("SELECT 1 FROM " + q.quote_name(table)).empty())
+        << "a row of the evicted transaction landed";
 }
 
 } // namespace
