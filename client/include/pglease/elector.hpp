@@ -32,10 +32,14 @@ namespace pglease {
 /// - A leader steps down no later than its local deadline: leading() and
 ///   the term's stop_token turn false/stopped by the clock alone, even if
 ///   a call is stuck; on_stopped_leading follows as soon as the elector's
-///   thread gets back (each call is bounded by call_timeout).
+///   thread gets back, and it does not wait for a blocked call: a renew is
+///   bounded by the renew deadline (cancelled then, the connection dropped
+///   if the cancel does not land), an acquire by acquire_timeout.
 /// - After a lost connection the elector reconnects and leads on only if a
 ///   renew of the same epoch succeeds before the renew deadline.
-/// - A fence rejection seen by run_fenced() ends the term at once.
+/// - A fence rejection seen by run_fenced() ends the term at once, and so
+///   does a fenced transaction that a takeover ended after the lease ran out
+///   (lease_evicted).
 /// - stop() (and the destructor) ends the term, waits for
 ///   on_started_leading to return, releases the lease (release_on_stop),
 ///   calls on_stopped_leading, and joins the threads.
