@@ -10,7 +10,8 @@
 ///     fenced tables carry the token without code changes.
 ///  3. Renew on a thread of its own at ttl/3, retrying every `retry`, and at
 ///     once on a NOTIFY about the lease (revoke, release, takeover); never
-///     renew once the step-down point has passed.
+///     renew once the step-down point has passed, and bound every renew by
+///     it (a blocked renew is cancelled then: see connection_options).
 ///  4. Supervise on the main thread: every time it wakes, FIRST compare the
 ///     monotonic clock with the step-down point (deadline - kill_after), so
 ///     a process that was SIGSTOPped and continued acts before anything
@@ -346,7 +347,9 @@ void supervisor::renew_loop() noexcept {
             return;
         }
         try {
-            if (!m_lease.renew()) {
+            // Bounded by the step-down point: a renew blocked on the server
+            // is cancelled then, and the supervisor starts the kill on time.
+            if (!m_lease.renew(step_down_at())) {
                 m_refused.store(true);
                 const unsigned char b = renewer_byte;
                 [[maybe_unused]] const auto n = ::write(g_pipe[1], &b, 1);
