@@ -39,15 +39,17 @@ for arg in "$@"; do
 done
 
 if [ $build = 1 ]; then
-	scripts/deps.sh
+	scripts/deps.sh demo
 	bdir=${PGLEASE_BUILD_DIR:-$root/build}
-	echo "Building the extension and the pglease command in $bdir ..."
-	cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	start=$SECONDS
+	echo "demo: building the extension and the pglease command in $bdir ..."
+	cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPGLEASE_BUILD_TESTS=OFF >/dev/null
 	cmake --build "$bdir" --target pglease -j "$(nproc)" >/dev/null
 	make -s -f Makefile.pgxs >/dev/null
 	sudo=()
 	[ "$(id -u)" -ne 0 ] && sudo=(sudo)
 	"${sudo[@]}" make -s -f Makefile.pgxs install >/dev/null
+	echo "demo: built and installed in $((SECONDS - start)) s"
 	PGLEASE=$bdir/client/cli/pglease
 fi
 PGLEASE=${PGLEASE:-$root/build/client/cli/pglease}
