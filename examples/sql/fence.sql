@@ -30,7 +30,7 @@ COMMIT;
 -- worker-a stalls and stops renewing; its lease expires and worker-b takes over
 SELECT FROM pg_sleep(2.2);
 SELECT epoch AS epoch_b FROM lease_acquire(:'lease', 'worker-b', '30s') \gset
-\echo lease expired; worker-b acquired epoch :epoch_b
+\echo worker-b acquired epoch :epoch_b
 SET pg_lease.epoch = :epoch_b;      -- the session form of the token (or PGOPTIONS='-c pg_lease.epoch=...')
 UPDATE jobs SET state = 'done by worker-b' WHERE id = 1;
 RESET pg_lease.epoch;
