@@ -20,6 +20,21 @@
 
 #define LEASE_NOTIFY_CHANNEL "pg_lease"
 
+/* Which counter an event moves (counters.c). */
+static LeaseCounterKind
+LeaseEventCounter(const char *event)
+{
+	if (strcmp(event, "released") == 0)
+		return LEASE_COUNT_RELEASE;
+	if (strcmp(event, "revoked") == 0)
+		return LEASE_COUNT_REVOKE;
+	if (strcmp(event, "handover") == 0)
+		return LEASE_COUNT_HANDOVER;
+	if (strcmp(event, "evict") == 0)
+		return LEASE_COUNT_EVICTION;
+	return LEASE_COUNT_GRANT;	/* acquired, takeover */
+}
+
 static void
 AppendJsonField(StringInfo buf, const char *key, const char *value)
 {
@@ -48,6 +63,8 @@ LeaseRecordEvent(const char *event, text *name, text *holder,
 	char	   *name_str = text_to_cstring(name);
 	char	   *holder_str = holder ? text_to_cstring(holder) : NULL;
 	int			rc;
+
+	LeaseCountText(name, LeaseEventCounter(event));
 
 	values[0] = CStringGetTextDatum(event);
 	values[1] = PointerGetDatum(name);

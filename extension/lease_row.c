@@ -203,6 +203,7 @@ LeaseExtendLocked(text *name, int64 ttl_usec)
 	values[2] = TimestampTzGetDatum(expires_at);
 	values[3] = IntervalPGetDatum(LeaseTtlInterval(ttl_usec));
 	LeaseExecute(LEASE_PLAN_EXTEND, values, NULL, SPI_OK_UPDATE);
+	LeaseCountText(name, LEASE_COUNT_RENEWAL);
 	return expires_at;
 }
 

@@ -110,6 +110,25 @@ extern void LeaseLockForHolderChange(Relation rel, ItemPointer tid,
 									 TupleTableSlot *slot,
 									 const LeaseEnding *ending);
 
+/* counters.c: per-lease counters in shared memory (when preloaded) */
+typedef enum LeaseCounterKind
+{
+	LEASE_COUNT_GRANT,
+	LEASE_COUNT_RENEWAL,
+	LEASE_COUNT_RELEASE,
+	LEASE_COUNT_REVOKE,
+	LEASE_COUNT_HANDOVER,
+	LEASE_COUNT_EVICTION,
+	LEASE_COUNT_REJECTED_STALE,	/* LS001 */
+	LEASE_COUNT_REJECTED_NOT_HELD,	/* LS002 */
+	LEASE_COUNT_REJECTED_NO_TOKEN,	/* LS003 */
+	LEASE_COUNTER_KINDS
+} LeaseCounterKind;
+
+extern void LeaseCountersInit(void);
+extern void LeaseCount(const char *name, int len, LeaseCounterKind kind);
+extern void LeaseCountText(text *name, LeaseCounterKind kind);
+
 /* epoch.c */
 extern int64 LeaseNextEpoch(void);
 

@@ -287,6 +287,36 @@ COMMENT ON FUNCTION @extschema@.lease_prune(interval) IS
 	'delete leases free or expired for longer than older_than, and older events; for administrators';
 REVOKE EXECUTE ON FUNCTION @extschema@.lease_prune(interval) FROM PUBLIC;
 
+-- Per-lease counters, kept in shared memory when pg_lease is in
+-- shared_preload_libraries (fence rejections abort their transactions, so
+-- no table could count them).
+CREATE FUNCTION @extschema@.lease_counters_snapshot(
+	OUT name text, OUT grants bigint, OUT renewals bigint, OUT releases bigint,
+	OUT revocations bigint, OUT handovers bigint, OUT evictions bigint,
+	OUT rejected_stale bigint, OUT rejected_not_held bigint, OUT rejected_no_token bigint,
+	OUT since timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'lease_counters_snapshot'
+	LANGUAGE C VOLATILE STRICT
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.lease_counters_snapshot() IS
+	'per-lease counters of this database since server start or the last reset (needs shared_preload_libraries)';
+
+CREATE VIEW @extschema@.lease_counters AS
+	SELECT * FROM @extschema@.lease_counters_snapshot();
+COMMENT ON VIEW @extschema@.lease_counters IS
+	'grants, renewals, releases, revocations, handovers, evictions and fence rejections by SQLSTATE (LS001 stale, LS002 not held, LS003 no token), per lease';
+
+CREATE FUNCTION @extschema@.lease_counters_reset()
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'lease_counters_reset'
+	LANGUAGE C VOLATILE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.lease_counters_reset() IS
+	'set every lease''s counters to zero (all databases); for administrators';
+REVOKE EXECUTE ON FUNCTION @extschema@.lease_counters_reset() FROM PUBLIC;
+GRANT SELECT ON @extschema@.lease_counters TO PUBLIC;
+
 -- Everyone may look; only the functions above may write.
 REVOKE ALL ON @extschema@.leases, @extschema@.lease_events, @extschema@.lease_epoch_seq FROM PUBLIC;
 GRANT SELECT ON @extschema@.leases, @extschema@.lease_events, @extschema@.lease_status TO PUBLIC;
