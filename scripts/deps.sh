@@ -11,7 +11,7 @@ set -euo pipefail
 demo=(
 	build-essential cmake pkg-config
 	postgresql-15 postgresql-server-dev-15
-	libpq-dev libpqxx-dev libcli11-dev nlohmann-json3-dev
+	libpq-dev libpqxx-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev prometheus-cpp-dev
 )
 test=(
 	"${demo[@]}" clang postgresql-contrib

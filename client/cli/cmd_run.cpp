@@ -31,6 +31,7 @@
 #include "commands.hpp"
 #include "duration.hpp"
 #include "exit_codes.hpp"
+#include "run_observability.hpp"
 
 #include <pglease/error.hpp>
 #include <pglease/identity.hpp>
@@ -178,6 +179,7 @@ private:
     std::mutex m_mutex;
     std::string m_last_renew_error; ///< guarded by m_mutex
     std::atomic<bool> m_refused{false};
+    std::unique_ptr<run_observability> m_http; ///< --http: /healthz and /metrics
 };
 
 steady::time_point supervisor::step_down_at() const noexcept {
@@ -346,10 +348,14 @@ void supervisor::renew_loop() noexcept {
             [[maybe_unused]] const auto n = ::write(g_pipe[1], &b, 1);
             return;
         }
+        const auto sent = steady::now();
         try {
             // Bounded by the step-down point: a renew blocked on the server
             // is cancelled then, and the supervisor starts the kill on time.
-            if (!m_lease.renew(step_down_at())) {
+            const bool renewed = m_lease.renew(step_down_at());
+            if (m_http)
+                m_http->renew_done(steady::now() - sent, renewed);
+            if (!renewed) {
                 m_refused.store(true);
                 const unsigned char b = renewer_byte;
                 [[maybe_unused]] const auto n = ::write(g_pipe[1], &b, 1);
@@ -359,6 +365,8 @@ void supervisor::renew_loop() noexcept {
             const std::lock_guard lock{m_mutex};
             m_last_renew_error.clear();
         } catch (const std::exception& e) {
+            if (m_http)
+                m_http->renew_done(steady::now() - sent, false);
             next = steady::now() + m_a.timing.retry;
             const std::lock_guard lock{m_mutex};
             m_last_renew_error = e.what();
@@ -552,6 +560,12 @@ int supervisor::supervise() {
 
 int supervisor::run() {
     install_signal_handlers();
+    if (m_a.http) {
+        m_http = std::make_unique<run_observability>(*m_a.http, m_lease, plain_conninfo(m_g) +
+                                                     " connect_timeout=2", m_g.schema);
+        info(m_g, "serving /healthz and /metrics on http://" + m_a.http->host + ":" +
+                      std::to_string(m_http->port()));
+    }
     if (const int rc = acquire_phase(); rc != exit_ok)
         return rc;
     info(m_g, "acquired lease \"" + m_a.lease + "\" as " + m_lease.identity() + ", epoch " +
