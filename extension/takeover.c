@@ -39,6 +39,7 @@
 #include "access/subtrans.h"
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -47,7 +48,6 @@
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
-#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 /* Polling interval: short at first, as most writers end within a moment. */
@@ -65,7 +65,7 @@ typedef struct LeaseEvictee
 {
 	int			pid;
 	TransactionId xid;			/* its top-level transaction */
-	TimestampTz cancelled_at;	/* 0 when not cancelled */
+	double		cancelled_ms;	/* when cancelled, ms into the wait; < 0: not */
 	bool		terminated;
 	bool		recorded;		/* event and log written */
 } LeaseEvictee;
@@ -77,10 +77,16 @@ typedef struct LeaseEvictees
 	int			size;
 } LeaseEvictees;
 
-static long
-LeaseMsSince(TimestampTz start, TimestampTz now)
+/* Milliseconds since start on the monotonic clock: a step of the wall clock
+ * neither shortens nor stretches the bound. */
+static double
+LeaseMsSince(instr_time start)
 {
-	return (long) ((now - start) / 1000);
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
 }
 
 /* A set of top-level transaction ids. */
@@ -179,6 +185,7 @@ LeaseEvicteeFor(LeaseEvictees *evictees, int pid, TransactionId xid)
 	memset(e, 0, sizeof(*e));
 	e->pid = pid;
 	e->xid = xid;
+	e->cancelled_ms = -1;
 	return e;
 }
 
@@ -202,7 +209,7 @@ LeaseSignal(int pid, int sig)
  * we hold that lock.
  */
 static void
-LeaseSignalLockers(LeaseXids lockers, LeaseEvictees *evictees, TimestampTz now)
+LeaseSignalLockers(LeaseXids lockers, LeaseEvictees *evictees, double now_ms)
 {
 	int			x;
 	int			i;
@@ -228,16 +235,16 @@ LeaseSignalLockers(LeaseXids lockers, LeaseEvictees *evictees, TimestampTz now)
 				break;
 			/* idle in transaction (or paused mid-COPY): waiting on its client */
 			idle = proc->wait_event_info == WAIT_EVENT_CLIENT_READ;
-			if (idle || (e->cancelled_at != 0 &&
-						 LeaseMsSince(e->cancelled_at, now) >= LEASE_CANCEL_GRACE_MS))
+			if (idle || (e->cancelled_ms >= 0 &&
+						 now_ms - e->cancelled_ms >= LEASE_CANCEL_GRACE_MS))
 			{
 				LeaseSignal(proc->pid, SIGTERM);
 				e->terminated = true;
 			}
-			else if (e->cancelled_at == 0)
+			else if (e->cancelled_ms < 0)
 			{
 				LeaseSignal(proc->pid, SIGINT);
-				e->cancelled_at = now;
+				e->cancelled_ms = now_ms;
 			}
 			break;
 		}
@@ -257,7 +264,7 @@ LeaseRecordEvictions(LeaseEvictees *evictees, const LeaseEnding *ending)
 	{
 		LeaseEvictee *e = &evictees->items[i];
 
-		if (e->recorded || (e->cancelled_at == 0 && !e->terminated))
+		if (e->recorded || (e->cancelled_ms < 0 && !e->terminated))
 			continue;
 		ereport(LOG,
 				(errmsg("pg_lease: %s backend %d, whose transaction holds the fence lock of lease \"%s\" epoch " INT64_FORMAT,
@@ -301,7 +308,7 @@ LeaseLockForHolderChange(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 						 const LeaseEnding *ending)
 {
 	Snapshot	snapshot = GetTransactionSnapshot();
-	TimestampTz start;
+	instr_time	start;
 	LeaseEvictees evictees = {NULL, 0, 0};
 	long		sleep_ms = LEASE_POLL_MIN_MS;
 	TM_Result	result;
@@ -310,11 +317,10 @@ LeaseLockForHolderChange(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 	if (result == TM_WouldBlock && lease_takeover_timeout_ms == 0)
 		result = LeaseLockTid(rel, tid, LockTupleExclusive, LockWaitBlock, snapshot, slot);
 
-	start = GetCurrentTimestamp();
+	INSTR_TIME_SET_CURRENT(start);
 	while (result == TM_WouldBlock)
 	{
-		TimestampTz now;
-		long		waited_ms;
+		double		waited_ms;
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms, PG_WAIT_EXTENSION);
@@ -326,14 +332,13 @@ LeaseLockForHolderChange(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 		if (result != TM_WouldBlock)
 			break;
 
-		now = GetCurrentTimestamp();
-		waited_ms = LeaseMsSince(start, now);
+		waited_ms = LeaseMsSince(start);
 		if (waited_ms < lease_takeover_timeout_ms)
 			continue;
-		if (waited_ms >= (long) lease_takeover_timeout_ms + LEASE_EVICT_BOUND_MS)
+		if (waited_ms >= (double) lease_takeover_timeout_ms + LEASE_EVICT_BOUND_MS)
 			LeaseTakeoverTimedOut(rel, tid, ending);
 
-		LeaseSignalLockers(LeaseKeyShareLockers(rel, tid), &evictees, now);
+		LeaseSignalLockers(LeaseKeyShareLockers(rel, tid), &evictees, waited_ms);
 		LeaseRecordEvictions(&evictees, ending);
 	}
 	/* the caller's own FOR NO KEY UPDATE lock keeps the row in place */
