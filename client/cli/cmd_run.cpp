@@ -561,8 +561,8 @@ int supervisor::supervise() {
 int supervisor::run() {
     install_signal_handlers();
     if (m_a.http) {
-        m_http = std::make_unique<run_observability>(*m_a.http, m_lease, plain_conninfo(m_g) +
-                                                     " connect_timeout=2", m_g.schema);
+        m_http = std::make_unique<run_observability>(
+            *m_a.http, m_lease, plain_conninfo(m_g) + " connect_timeout=2", m_g.schema);
         info(m_g, "serving /healthz and /metrics on http://" + m_a.http->host + ":" +
                       std::to_string(m_http->port()));
     }

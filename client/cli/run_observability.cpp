@@ -103,10 +103,10 @@ struct run_observability::state {
     /// Counters exist only with pg_lease preloaded: without, no series.
     void read_rejections(pqxx::nontransaction& tx) {
         try {
-            const auto r = tx.exec_params(
-                "SELECT rejected_stale, rejected_not_held, rejected_no_token FROM " +
-                    qualify(schema, "lease_counters") + " WHERE name = $1",
-                lease.name());
+            const auto r =
+                tx.exec_params("SELECT rejected_stale, rejected_not_held, rejected_no_token FROM " +
+                                   qualify(schema, "lease_counters") + " WHERE name = $1",
+                               lease.name());
             const char* codes[] = {"LS001", "LS002", "LS003"};
             for (int i = 0; i < 3; ++i) {
                 auto& c = rejections.Add({{"lease", lease.name()}, {"sqlstate", codes[i]}});

@@ -30,8 +30,8 @@ public:
     /// Binds @p where (throws std::runtime_error when it cannot) and starts
     /// serving. @p lease must outlive this object; @p conninfo is used for
     /// the server-side figures, one short connection per scrape.
-    run_observability(const http_endpoint& where, const pglease::lease& lease,
-                      std::string conninfo, std::string schema);
+    run_observability(const http_endpoint& where, const pglease::lease& lease, std::string conninfo,
+                      std::string schema);
     run_observability(const run_observability&) = delete;
     run_observability& operator=(const run_observability&) = delete;
     run_observability(run_observability&&) = delete;
