@@ -51,9 +51,12 @@ std::int64_t store_state::grant(const std::string& name, const std::string& hold
 
 bool store_state::settle(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout) {
     std::vector<std::pair<std::uint64_t, std::uint64_t>> woken;
-    for (const auto& [id, w] : waiters)
-        if (w.waiting && due(w))
+    const auto self = std::this_thread::get_id();
+    for (const auto& [id, w] : waiters) {
+        const bool busy = !w.waiting && w.entries > 0 && w.thread != self;
+        if (busy || (w.waiting && due(w)))
             woken.emplace_back(id, w.entries);
+    }
     changed.notify_all();
     return settled.wait_for(lock, timeout, [&] {
         for (const auto& [id, entries] : woken) {
@@ -108,6 +111,18 @@ void lease_store::settle_after_change(std::unique_lock<std::mutex>& lock) {
 bool lease_store::settle(std::chrono::milliseconds timeout) {
     std::unique_lock lock{m_state->mutex};
     return m_state->settle(lock, timeout);
+}
+
+bool lease_store::wait_until_waiting(std::size_t sessions, std::chrono::milliseconds timeout) {
+    detail::store_state& s = *m_state;
+    std::unique_lock lock{s.mutex};
+    return s.settled.wait_for(lock, timeout, [&] {
+        std::size_t idle = 0;
+        for (const auto& entry : s.waiters)
+            if (entry.second.waiting && !s.due(entry.second))
+                ++idle;
+        return idle >= sessions;
+    });
 }
 
 std::int64_t lease_store::mark_held(const std::string& name, const std::string& identity,

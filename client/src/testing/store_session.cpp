@@ -75,6 +75,7 @@ public:
         w.name = name;
         w.until = until;
         w.waiting = true;
+        w.thread = std::this_thread::get_id();
         ++w.entries;
         s.settled.notify_all();
         while (!s.due(w)) {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace pglease::testing::detail {
@@ -23,6 +24,7 @@ struct waiter {
     bool interrupted = false;  ///< interrupt() pending
     bool waiting = false;      ///< blocked in wait_for_change() now
     std::uint64_t entries = 0; ///< times it entered wait_for_change()
+    std::thread::id thread;    ///< the thread of its last wait
 };
 
 /// Rows, event log, waiters; one mutex for all (mutable: status() is const).
@@ -54,8 +56,10 @@ struct store_state {
     /// Grants @p name to @p holder (new epoch unless it holds it already).
     std::int64_t grant(const std::string& name, const std::string& holder,
                        std::chrono::milliseconds ttl);
-    /// Waits until every waiter due now has entered a new wait (or is
-    /// gone), at most @p timeout of real time. Caller holds @p lock.
+    /// Waits until every background loop that is due or busy now (it left
+    /// its last wait on a thread other than the caller's) has entered a
+    /// new wait (or is gone), at most @p timeout of real time. Caller
+    /// holds @p lock.
     bool settle(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout);
 };
 

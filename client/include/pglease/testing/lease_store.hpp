@@ -121,6 +121,13 @@ public:
     /// True when settled in time.
     bool settle(std::chrono::milliseconds timeout = std::chrono::seconds{2});
 
+    /// Waits (real time, at most @p timeout) until at least @p sessions
+    /// sessions are blocked in wait_for_change() with nothing due: the
+    /// background loops (an elector just started) did what they had to and
+    /// sleep. True when they are.
+    bool wait_until_waiting(std::size_t sessions = 1,
+                            std::chrono::milliseconds timeout = std::chrono::seconds{2});
+
     // --- the fence --------------------------------------------------------
 
     /// Throws fence_rejected exactly when pg_lease's fence trigger would
