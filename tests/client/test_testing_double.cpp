@@ -93,6 +93,11 @@ TEST(testing_double, scripted_states_drive_the_elector) {
     e.stop();
     EXPECT_EQ(started.load(), 1);
     EXPECT_EQ(stopped.load(), 1);
+    // A stopped elector's session (still alive) is no loop to wait for.
+    const auto from = std::chrono::steady_clock::now();
+    store.mark_held(cfg.lease_name, "later");
+    store.mark_held(cfg.lease_name, "later still");
+    EXPECT_LT(std::chrono::steady_clock::now() - from, 500ms);
 }
 
 TEST(testing_double, revoke_ends_the_term_at_once_and_expire_at_the_next_renew) {

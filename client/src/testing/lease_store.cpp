@@ -50,22 +50,38 @@ std::int64_t store_state::grant(const std::string& name, const std::string& hold
 }
 
 bool store_state::settle(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout) {
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> woken;
+    using steady = std::chrono::steady_clock;
     const auto self = std::this_thread::get_id();
-    for (const auto& [id, w] : waiters) {
-        const bool busy = !w.waiting && w.entries > 0 && w.thread != self;
-        if (busy || (w.waiting && due(w)))
+    const auto busy = [&](const waiter& w) {
+        return !w.waiting && w.entries > 0 && w.thread != self &&
+               steady::now() - w.left < busy_window;
+    };
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> woken;
+    for (const auto& [id, w] : waiters)
+        if (busy(w) || (w.waiting && due(w)))
             woken.emplace_back(id, w.entries);
-    }
     changed.notify_all();
-    return settled.wait_for(lock, timeout, [&] {
+    const auto until = steady::now() + timeout;
+    for (;;) {
+        bool done = true;
         for (const auto& [id, entries] : woken) {
             const auto it = waiters.find(id);
-            if (it != waiters.end() && !(it->second.entries > entries && it->second.waiting))
-                return false;
+            if (it == waiters.end())
+                continue;
+            const waiter& w = it->second;
+            const bool back = w.entries > entries && w.waiting;
+            const bool stopped = !w.waiting && !busy(w); // out too long: not a loop now
+            if (!back && !stopped)
+                done = false;
         }
-        return true;
-    });
+        if (done)
+            return true;
+        const auto now = steady::now();
+        if (now >= until)
+            return false;
+        // Re-check at least every few ms: a loop that stopped never notifies.
+        settled.wait_until(lock, std::min(until, now + std::chrono::milliseconds{5}));
+    }
 }
 
 } // namespace detail

@@ -85,6 +85,7 @@ public:
                 s.changed.wait_until(lock, to_steady(s.clk, until));
         }
         w.waiting = false;
+        w.left = std::chrono::steady_clock::now();
         s.settled.notify_all();
         if (w.interrupted) {
             w.interrupted = false;
