@@ -116,8 +116,10 @@ public:
     /// next renew (or its own local deadline): advance() to get there.
     bool expire(const std::string& name);
 
-    /// Waits (real time, at most @p timeout) until every session woken by
-    /// the last change is waiting again. The scripting calls do it already.
+    /// Waits (real time, at most @p timeout) until every background loop
+    /// woken by the last change (or busy when called) is waiting again; a
+    /// loop out of its wait for 200 ms counts as stopped. The scripting
+    /// calls do it already.
     /// True when settled in time.
     bool settle(std::chrono::milliseconds timeout = std::chrono::seconds{2});
 
