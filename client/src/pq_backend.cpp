@@ -273,7 +273,8 @@ bool pq_backend::wait_for_change(const std::string& name, clock::time_point unti
             try {
                 m_session->conn.get_notifs();
             } catch (const std::exception&) {
-                drop(); // the next call reconnects (and re-listens)
+                drop();       // the next call reconnects (and re-listens):
+                return false; // wake the caller for it now, not at `until`
             }
         }
         if (consume())

@@ -1,72 +1,25 @@
 /// @file fake_backend.hpp
-/// @brief An in-memory pg_lease "server" and a backend that talks to it,
-/// with fault injection: failed calls, lost replies, latency, hangs.
+/// @brief Fault injection over the public test double: a session of a
+/// pglease::testing::lease_store whose calls can fail, lose their reply,
+/// take (fake or real) time, or hang.
 #pragma once
 
 #include "fake_clock.hpp"
 #include "pglease/backend.hpp"
+#include "pglease/testing/lease_store.hpp"
 
 #include <condition_variable>
 #include <functional>
-#include <map>
+#include <memory>
 #include <mutex>
-#include <vector>
 
 namespace pglease::test {
 
-/// The shared "database": lease rows with the SQL semantics of SPEC
-/// section 3, server time from the injected clock, and change counters
-/// standing in for NOTIFY pg_lease.
-class fake_store {
-public:
-    explicit fake_store(const clock& clk)
-        : m_clock{clk} {}
+/// The shared "database": the public test double's in-memory store.
+using fake_store = pglease::testing::lease_store;
 
-    struct row {
-        std::string holder;
-        std::int64_t epoch = 0;
-        clock::time_point expires{};
-    };
-
-    acquire_reply acquire(const std::string& name, const std::string& holder,
-                          std::chrono::milliseconds ttl);
-    std::optional<std::chrono::microseconds> renew(const std::string& name,
-                                                   const std::string& holder, std::int64_t epoch,
-                                                   std::chrono::milliseconds ttl);
-    bool release(const std::string& name, const std::string& holder, std::int64_t epoch);
-    bool revoke(const std::string& name);
-    std::optional<lease_record> status(const std::string& name);
-
-    /// The row as it is (for assertions).
-    [[nodiscard]] row get(const std::string& name);
-    /// Number of events (grant, release, revoke) so far, all names.
-    [[nodiscard]] std::size_t log_size();
-
-    /// True (and @p cursor moved to the end) when an event on @p name was
-    /// logged at or after @p cursor. With @p real_wait, waits in real time
-    /// until such an event, @p until, or @p stop() turns true.
-    bool consume(const std::string& name, std::size_t& cursor, bool real_wait,
-                 clock::time_point until, const std::function<bool()>& stop);
-    /// Wakes every wait().
-    void poke();
-
-    [[nodiscard]] const clock& time() const noexcept { return m_clock; }
-
-private:
-    [[nodiscard]] bool valid(const row& r) const noexcept {
-        return !r.holder.empty() && m_clock.now() < r.expires;
-    }
-    void notify(const std::string& name);
-
-    const clock& m_clock;
-    std::mutex m_mutex;
-    std::condition_variable m_cv;
-    std::map<std::string, row> m_rows;
-    std::vector<std::string> m_log;
-    std::int64_t m_counter = 100;
-};
-
-/// One client session of a fake_store. Like pq_backend, acquire() and
+/// One client session of a fake_store (its public session underneath),
+/// with faults injected around each call. Like pq_backend, acquire() and
 /// renew() honour the caller's deadline: a call slowed down by block() or
 /// stall() past it fails at the deadline with SQLSTATE 57014 (the cancel
 /// that pq_backend's watchdog sends), without reaching the store.
@@ -76,6 +29,7 @@ public:
     /// advance it instead of sleeping), nullptr for real time.
     fake_backend(fake_store& store, fake_clock* fake = nullptr)
         : m_store{store}
+        , m_inner{store.connect()}
         , m_fake{fake} {}
 
     acquire_reply acquire(const std::string& name, const std::string& holder,
@@ -124,6 +78,7 @@ private:
     void bounded_wait(clock::time_point deadline);
 
     fake_store& m_store;
+    std::unique_ptr<backend> m_inner;
     fake_clock* m_fake;
     std::atomic<int> m_fail_before{0};
     std::atomic<int> m_fail_after{0};
@@ -134,8 +89,6 @@ private:
     std::function<void()> m_during;
     std::function<void()> m_before_wait;
     std::atomic<bool> m_interrupted{false};
-    std::size_t m_cursor = 0;
-    bool m_listening = false;
     std::atomic<int> m_acquires{0};
     std::atomic<int> m_renews{0};
     std::atomic<int> m_waits{0};

@@ -248,7 +248,7 @@ TEST_P(election_table, runs) {
                       *a.deadline);
         }
     }
-    EXPECT_EQ(store.get(config.lease_name).holder, sc.final_holder);
+    EXPECT_EQ(store.row(config.lease_name).holder, sc.final_holder);
 }
 
 INSTANTIATE_TEST_SUITE_P(state_machine, election_table, ::testing::ValuesIn(scenarios()),

@@ -93,7 +93,7 @@ TEST(elector_fake, leads_calls_back_and_releases_on_stop) {
     EXPECT_EQ(r.stopped, 1);
     EXPECT_TRUE(r.token.stop_requested());
     EXPECT_FALSE(e->leading());
-    EXPECT_EQ(store.get("fast").holder, ""); // released
+    EXPECT_EQ(store.row("fast").holder, ""); // released
     ASSERT_FALSE(r.leaders.empty());
     EXPECT_EQ(r.leaders.front(), "one");
     e.reset();

@@ -73,7 +73,7 @@ TEST_F(lease_fixture, deadline_counts_from_the_send_time) {
     db_a.latency(3s); // the request takes 3 s to reach the server
     ASSERT_TRUE(a.acquire());
     EXPECT_EQ(a.deadline(), sent + 9s);
-    EXPECT_EQ(store.get("job").expires, sent + 13s);
+    EXPECT_EQ(store.row("job").expires, sent + 13s);
 }
 
 TEST_F(lease_fixture, renew_deadline_counts_from_the_send_time) {
@@ -84,7 +84,7 @@ TEST_F(lease_fixture, renew_deadline_counts_from_the_send_time) {
     ASSERT_TRUE(a.renew());
     EXPECT_EQ(a.deadline(), sent + 9s) << "renew's deadline must count from the send time";
     EXPECT_EQ(a.renewed_at(), sent);
-    EXPECT_EQ(store.get("job").expires, sent + 12s);
+    EXPECT_EQ(store.row("job").expires, sent + 12s);
 }
 
 TEST_F(lease_fixture, a_renew_blocked_past_the_local_deadline_fails_at_it) {
@@ -197,7 +197,7 @@ TEST(scoped_lease, holds_renews_and_releases) {
         std::this_thread::sleep_for(700ms); // > 2 ttl: renewed in the background
         EXPECT_TRUE(s.held());
         EXPECT_EQ(s.epoch(), epoch);
-        EXPECT_EQ(store.get("scoped").holder, "scoped");
+        EXPECT_EQ(store.row("scoped").holder, "scoped");
 
         lease_options other = o;
         other.identity = "other";
@@ -205,7 +205,7 @@ TEST(scoped_lease, holds_renews_and_releases) {
         EXPECT_FALSE(refused);
         EXPECT_EQ(refused.holder(), "scoped");
     }
-    EXPECT_EQ(store.get("scoped").holder, ""); // released by the destructor
+    EXPECT_EQ(store.row("scoped").holder, ""); // released by the destructor
 }
 
 } // namespace

@@ -85,7 +85,9 @@ public:
 
     /// Blocks until an event for @p name arrives (true), @p until passes, or
     /// interrupt() is called (false). @p until is on the backend's clock.
-    /// Never throws: a broken session simply sleeps until @p until.
+    /// Never throws: a session that breaks during the wait ends it at once
+    /// (false; the next call reconnects), and without a session it simply
+    /// sleeps until @p until.
     virtual bool wait_for_change(const std::string& name, clock::time_point until) noexcept = 0;
 
     /// Wakes a wait_for_change() in progress (or the next one). Thread-safe.

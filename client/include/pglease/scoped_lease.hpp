@@ -63,6 +63,10 @@ public:
     [[nodiscard]] std::string holder() const { return m_lease.holder(); }
     [[nodiscard]] fence_token token() const { return m_lease.token(); }
 
+    /// held() false now (e.g. the application saw LS001/LS002 itself); the
+    /// renewals stop at their next turn. Thread-safe.
+    void mark_lost() noexcept { m_lease.mark_lost(); }
+
     /// lease::run_fenced(): lease_lost when not held; a rejection makes
     /// held() false at once; a transaction ended by a takeover after the
     /// lease ran out is lease_evicted.

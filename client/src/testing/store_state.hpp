@@ -1,0 +1,71 @@
+/// @file store_state.hpp
+/// @brief Internal: the shared state of a lease_store and its sessions.
+#pragma once
+
+#include "pglease/testing/lease_store.hpp"
+#include "pglease/testing/manual_clock.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pglease::testing::detail {
+
+/// A session's wait_for_change() as the store sees it.
+struct waiter {
+    std::string name;                             ///< the lease it waits for
+    clock::time_point until{};                    ///< when it wakes at the latest
+    bool listening = false;                       ///< LISTEN pg_lease done
+    std::size_t cursor = 0;                       ///< events before this index were seen
+    bool interrupted = false;                     ///< interrupt() pending
+    bool waiting = false;                         ///< blocked in wait_for_change() now
+    std::uint64_t entries = 0;                    ///< times it entered wait_for_change()
+    std::thread::id thread;                       ///< the thread of its last wait
+    std::chrono::steady_clock::time_point left{}; ///< real time it last left a wait
+};
+
+/// Rows, event log, waiters; one mutex for all (mutable: status() is const).
+struct store_state {
+    explicit store_state(const pglease::clock* external)
+        : clk{external != nullptr ? *external : own} {}
+
+    manual_clock own;
+    const pglease::clock& clk;
+    mutable std::mutex mutex;
+    std::condition_variable changed; ///< rows, events, time, interrupts
+    std::condition_variable settled; ///< a waiter entered a wait
+    std::map<std::string, lease_row> rows;
+    std::vector<std::string> log; ///< lease names of NOTIFY events
+    std::int64_t counter = 100;   ///< the last epoch issued
+    std::map<std::uint64_t, waiter> waiters;
+    std::uint64_t next_session = 0;
+    static constexpr std::chrono::milliseconds busy_window{200};
+
+    [[nodiscard]] bool owns_clock() const noexcept { return &clk == &own; }
+    [[nodiscard]] bool valid(const lease_row& r) const noexcept {
+        return !r.holder.empty() && clk.now() < r.expires;
+    }
+    /// True when an event for w.name was logged at or after w.cursor.
+    [[nodiscard]] bool has_event(const waiter& w) const noexcept;
+    /// True when w's wait should end now (caller holds the mutex).
+    [[nodiscard]] bool due(const waiter& w) const noexcept;
+    /// Logs an event on @p name and wakes the waiters (caller holds it).
+    void notify(const std::string& name);
+    /// Grants @p name to @p holder (new epoch unless it holds it already).
+    std::int64_t grant(const std::string& name, const std::string& holder,
+                       std::chrono::milliseconds ttl);
+    /// Waits until every background loop that is due or busy now (it left
+    /// its last wait, on a thread other than the caller's, less than
+    /// busy_window ago) has entered a new wait, is gone, or has been out of
+    /// its wait for busy_window (a loop that stopped, e.g. a stopped
+    /// elector whose session still exists); at most @p timeout of real
+    /// time. Caller holds @p lock.
+    bool settle(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout);
+};
+
+} // namespace pglease::testing::detail
