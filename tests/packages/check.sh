@@ -56,6 +56,23 @@ CPP
 check "pkg-config --cflags --libs pglease builds a program" \
 	bash -c "g++ -std=c++17 '$consumer/pc.cpp' -o '$consumer/pc' \$(pkg-config --cflags --libs pglease) && '$consumer/pc' >/dev/null"
 
+# the user's unit test on the test double, against the installed package too
+mkdir -p "$consumer/testing"
+cp "$src/examples/testing/report_scheduler.hpp" "$src/examples/testing/report_scheduler_test.cpp" "$consumer/testing/"
+cat >"$consumer/testing/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.18)
+project(consumer_testing LANGUAGES CXX)
+set(CMAKE_CXX_STANDARD 17)
+find_package(pglease 1.1 REQUIRED)
+find_package(GTest REQUIRED)
+add_executable(scheduler_test report_scheduler_test.cpp)
+target_link_libraries(scheduler_test PRIVATE pglease::testing GTest::gtest GTest::gtest_main)
+CMAKE
+check "pglease::testing from the installed package: the example unit test builds and passes" \
+	bash -c "cmake -S '$consumer/testing' -B '$consumer/testing/build' >>'$work/consumer.log' 2>&1 &&
+		cmake --build '$consumer/testing/build' >>'$work/consumer.log' 2>&1 &&
+		'$consumer/testing/build/scheduler_test' >>'$work/consumer.log' 2>&1"
+
 # --- run it against a server with the packaged extension ---------------------
 pg_cluster_start packages
 q "CREATE EXTENSION pg_lease" >/dev/null
