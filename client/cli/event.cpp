@@ -48,6 +48,11 @@ std::optional<lease_event> parse_event(std::string_view payload) noexcept {
         if (!optional_string(j, "holder", e.holder) ||
             !optional_string(j, "expires_at", e.expires_at))
             return std::nullopt;
+        if (const auto pid = j.find("pid"); pid != j.end()) {
+            if (!pid->is_number_integer())
+                return std::nullopt;
+            e.pid = pid->get<std::int64_t>();
+        }
         return e;
     } catch (const std::exception&) {
         return std::nullopt; // e.g. std::bad_alloc
@@ -62,6 +67,8 @@ std::string event_json_line(const lease_event& e, const std::string& received_at
     j["epoch"] = e.epoch;
     j["expires_at"] =
         e.expires_at ? nlohmann::ordered_json(*e.expires_at) : nlohmann::ordered_json(nullptr);
+    if (e.pid)
+        j["pid"] = *e.pid;
     if (!received_at.empty())
         j["received_at"] = received_at;
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -77,6 +84,8 @@ std::string event_text_line(const lease_event& e, const std::string& received_at
             "  epoch=" + std::to_string(e.epoch);
     if (e.expires_at)
         line += "  expires_at=" + *e.expires_at;
+    if (e.pid)
+        line += "  pid=" + std::to_string(*e.pid);
     return line;
 }
 

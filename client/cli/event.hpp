@@ -12,16 +12,18 @@ namespace pglease::cli {
 /// One lease event as the extension sends it on channel pg_lease:
 /// {"event":"acquired","name":"jobs","holder":"w1","epoch":42,"expires_at":"..."}.
 struct lease_event {
-    std::string event;                     ///< acquired, takeover, released, revoked
+    std::string event;                     ///< acquired, takeover, released, revoked, handover, evict
     std::string name;                      ///< the lease
     std::optional<std::string> holder;     ///< null when the payload has none
     std::int64_t epoch = 0;                ///< the grant the event is about
     std::optional<std::string> expires_at; ///< ISO 8601, as the server wrote it
+    std::optional<std::int64_t> pid;       ///< evict: the backend that was ended
 };
 
 /// Parses a payload. nullopt when it is not a JSON object with string
-/// "event" and "name", an integer "epoch", and "holder"/"expires_at" that
-/// are strings or null (or missing). Never throws.
+/// "event" and "name", an integer "epoch", "holder"/"expires_at" that are
+/// strings or null (or missing), and "pid" an integer when present. Never
+/// throws.
 [[nodiscard]] std::optional<lease_event> parse_event(std::string_view payload) noexcept;
 
 /// The payload again, as one line of compact JSON with the keys above (and

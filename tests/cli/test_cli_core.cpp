@@ -95,6 +95,18 @@ TEST(Event, Parses) {
     EXPECT_TRUE(nlohmann::json::parse(event_json_line(*r, "")).at("holder").is_null());
 }
 
+TEST(Event, CarriesTheEvictedPid) {
+    const auto e = parse_event(R"({"event":"evict","name":"j","holder":"w1","epoch":7,)"
+                               R"("expires_at":"2026-11-21T09:00:15+00:00","pid":4242})");
+    ASSERT_TRUE(e);
+    ASSERT_TRUE(e->pid);
+    EXPECT_EQ(*e->pid, 4242);
+    EXPECT_NE(event_text_line(*e, "").find("pid=4242"), std::string::npos);
+    EXPECT_NE(event_json_line(*e, "").find(R"("pid":4242)"), std::string::npos);
+    EXPECT_FALSE(parse_event(R"({"event":"evict","name":"j","epoch":7,"pid":"x"})"));
+    EXPECT_FALSE(parse_event(R"({"event":"acquired","name":"j","epoch":7})")->pid);
+}
+
 TEST(Event, Rejects) {
     for (const char* p : {"", "null", "[]", "{", "{}", R"({"event":1,"name":"x","epoch":1})",
                           R"({"event":"a","name":"x"})", R"({"event":"a","name":"x","epoch":1.5})",
