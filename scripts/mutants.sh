@@ -37,7 +37,7 @@ die() { log "$*"; exit 1; }
 
 # --- the mutant list ------------------------------------------------------
 
-mutant_ids() { (cd "$MUTANTS_DIR" && ls -1 *.patch | sed 's/\.patch$//'); }
+mutant_ids() { (cd "$MUTANTS_DIR" && find . -maxdepth 1 -name '*.patch' | sed 's|^\./||; s/\.patch$//' | sort); }
 mutant_description() { sed -n '1s/^# //p' "$MUTANTS_DIR/$1.patch"; }
 mutant_suites() { sed -n 's/^# suites: //p' "$MUTANTS_DIR/$1.patch"; }
 mutant_file() { sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$MUTANTS_DIR/$1.patch"; }
@@ -54,7 +54,7 @@ list_mutants()
 
 system_checksums()
 {
-	find "$PG_SYS_LIB" "$PG_SYS_SHARE/extension" -name 'pg_lease*' \( -type f -o -type l \) \
+	find "$PG_SYS_LIB" "$PG_SYS_SHARE/extension" -path '*pg_lease*' \( -type f -o -type l \) \
 		-print0 | sort -z | xargs -0 -r sha256sum
 }
 
@@ -69,12 +69,14 @@ check_system_unchanged()
 
 # --- scratch tree, private PostgreSQL, builds -----------------------------
 
-# mirror_tree FROM TO: real directories, a symlink per file, pg_lease* left out.
+# mirror_tree FROM TO: real directories, a symlink per file, and nothing of
+# pg_lease (pg_lease.so, bitcode/pg_lease/..., extension/pg_lease*): the
+# scratch install must create real files there, never write through a link.
 mirror_tree()
 {
 	local from=$1 to=$2 rel
-	(cd "$from" && find . -type d) | while read -r rel; do mkdir -p "$to/$rel"; done
-	(cd "$from" && find . \( -type f -o -type l \) ! -name 'pg_lease*') |
+	(cd "$from" && find . -type d ! -path '*pg_lease*') | while read -r rel; do mkdir -p "$to/$rel"; done
+	(cd "$from" && find . \( -type f -o -type l \) ! -path '*pg_lease*') |
 		while read -r rel; do ln -s "$from/${rel#./}" "$to/$rel"; done
 }
 
@@ -105,6 +107,8 @@ build_extension()
 		{ cat "$SCRATCH/ext-build.log" >&2; return 1; }
 	make -s -C "$SRC" -f Makefile.pgxs install DESTDIR="$SCRATCH/root" >>"$SCRATCH/ext-build.log" 2>&1 ||
 		{ cat "$SCRATCH/ext-build.log" >&2; return 1; }
+	[ -z "$(find "$SCRATCH/root" -path '*pg_lease*' -type l)" ] ||
+		die "a link into the system's pg_lease files is in the scratch install"
 }
 
 CLIENT_TARGETS=(pglease pglease_unit_tests)
