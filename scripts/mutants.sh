@@ -107,7 +107,7 @@ build_extension()
 		{ cat "$SCRATCH/ext-build.log" >&2; return 1; }
 	make -s -C "$SRC" -f Makefile.pgxs install DESTDIR="$SCRATCH/root" >>"$SCRATCH/ext-build.log" 2>&1 ||
 		{ cat "$SCRATCH/ext-build.log" >&2; return 1; }
-	[ -z "$(find "$SCRATCH/root" -path '*pg_lease*' -type l)" ] ||
+	[ -z "$(cd "$SCRATCH/root" && find . -path '*pg_lease*' -type l)" ] ||
 		die "a link into the system's pg_lease files is in the scratch install"
 }
 
