@@ -199,6 +199,10 @@ failed_detail()
 			"$SCRATCH/last.log" | sort -u | paste -sd, -)
 		echo "${suite%%:*}:${tests:-${suite#*:}}"
 		;;
+	unit)
+		tests=$(sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_.]*\) (.*/\1/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
+		echo "unit${tests:+:$tests}"
+		;;
 	*) echo "$suite" ;;
 	esac
 	if [ "$SUITE_STATUS" -eq 124 ] || [ "$SUITE_STATUS" -eq 137 ]; then
