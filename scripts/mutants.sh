@@ -5,6 +5,9 @@
 #   scripts/mutants.sh                  # every mutant in scripts/mutants/
 #   scripts/mutants.sh ID...            # only these
 #   scripts/mutants.sh --list           # ids and descriptions
+#   MUTANTS_KEEP=1      keep the scratch directory
+#   MUTANTS_RESULTS=DIR where the catching suite's log goes (build/mutants)
+#   MUTANTS_DIR=DIR     another list of patches (e.g. a probe of your own)
 #
 # Each mutant is scripts/mutants/<id>.patch: a first line "# <what it
 # breaks>", a line "# suites: <suite> ...", then a unified diff of one file.
