@@ -150,6 +150,22 @@ TEST_F(lease_fixture, renew_of_a_taken_over_lease_is_refused) {
     EXPECT_FALSE(a.release());
 }
 
+TEST_F(lease_fixture, a_refused_acquire_ends_the_belief_before_the_local_deadline) {
+    // a's grant is revoked and b granted while a's local deadline is still
+    // ahead; when the server refuses a, a must stop claiming at once, not
+    // at its old deadline (two leaders otherwise).
+    ASSERT_TRUE(a.acquire());
+    clk.advance(2s);
+    ASSERT_TRUE(store.revoke("job"));
+    ASSERT_TRUE(b.acquire());
+    ASSERT_TRUE(a.held()) << "no I/O yet: a cannot know";
+    EXPECT_FALSE(a.acquire());
+    EXPECT_EQ(a.holder(), "b");
+    EXPECT_FALSE(a.held()) << "refused, yet still believes it holds the lease";
+    EXPECT_EQ(a.deadline(), clock::time_point::min());
+    EXPECT_THROW((void)a.token(), lease_lost);
+}
+
 TEST_F(lease_fixture, acquire_for_sleeps_until_the_reported_expiry) {
     ASSERT_TRUE(b.acquire());
     clk.advance(4s); // b's grant has 6 s left

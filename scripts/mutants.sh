@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# Mutation testing: break the product on purpose, one deliberate bug at a
+# time, and check that the suites notice.
+#
+#   scripts/mutants.sh                  # every mutant in scripts/mutants/
+#   scripts/mutants.sh ID...            # only these
+#   scripts/mutants.sh --list           # ids and descriptions
+#   MUTANTS_KEEP=1      keep the scratch directory
+#   MUTANTS_RESULTS=DIR where the catching suite's log goes (build/mutants)
+#   MUTANTS_DIR=DIR     another list of patches (e.g. a probe of your own)
+#
+# Each mutant is scripts/mutants/<id>.patch: a first line "# <what it
+# breaks>", a line "# suites: <suite> ...", then a unified diff of one file.
+# Suites are tried in the order listed, fastest first; the first that fails
+# catches the mutant:
+#   regress:NAME[,NAME]  pg_regress suites of regress/sql
+#   iso:NAME[,NAME]      isolation specs of regress/specs
+#   server:NAME          tests/server/NAME.sh (clusters of its own)
+#   unit                 the client's GoogleTest unit binary
+#   cli:NAME             tests/cli/test_NAME.sh against the built pglease
+#
+# Everything happens in a scratch directory: a copy of the tree, a private
+# PostgreSQL installation (copied server binaries, symlinked libraries and
+# share files, the extension installed there with DESTDIR) and a cluster
+# started from it.  The system's installed pg_lease is never written; the
+# script checks its checksums at the end and fails if they changed.
+# Prints "<id> caught by <suite>" or "<id> SURVIVED" per mutant, then
+# "caught N/M"; exits 1 if any mutant survived or a baseline suite failed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MUTANTS_DIR=${MUTANTS_DIR:-$ROOT/scripts/mutants}
+JOBS=2
+PG_SYS_BIN=/usr/lib/postgresql/15/bin
+PG_SYS_LIB=/usr/lib/postgresql/15/lib
+PG_SYS_SHARE=/usr/share/postgresql/15
+
+log() { echo "mutants: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# --- the mutant list ------------------------------------------------------
+
+mutant_ids() { (cd "$MUTANTS_DIR" && find . -maxdepth 1 -name '*.patch' | sed 's|^\./||; s/\.patch$//' | sort); }
+mutant_description() { sed -n '1s/^# //p' "$MUTANTS_DIR/$1.patch"; }
+mutant_suites() { sed -n 's/^# suites: //p' "$MUTANTS_DIR/$1.patch"; }
+mutant_file() { sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$MUTANTS_DIR/$1.patch"; }
+
+list_mutants()
+{
+	local id
+	for id in $(mutant_ids); do
+		printf '%-28s %s\n' "$id" "$(mutant_description "$id")"
+	done
+}
+
+# --- the system files that must not change --------------------------------
+
+system_checksums()
+{
+	find "$PG_SYS_LIB" "$PG_SYS_SHARE/extension" -path '*pg_lease*' \( -type f -o -type l \) \
+		-print0 | sort -z | xargs -0 -r sha256sum
+}
+
+check_system_unchanged()
+{
+	if ! diff <(echo "$SYSTEM_SUMS") <(system_checksums) >&2; then
+		log "the system's installed pg_lease changed during the run"
+		return 1
+	fi
+	log "system pg_lease files unchanged ($(echo "$SYSTEM_SUMS" | grep -c .) files checked)"
+}
+
+# --- scratch tree, private PostgreSQL, builds -----------------------------
+
+# mirror_tree FROM TO: real directories, a symlink per file, and nothing of
+# pg_lease (pg_lease.so, bitcode/pg_lease/..., extension/pg_lease*): the
+# scratch install must create real files there, never write through a link.
+mirror_tree()
+{
+	local from=$1 to=$2 rel
+	(cd "$from" && find . -type d ! -path '*pg_lease*') | while read -r rel; do mkdir -p "$to/$rel"; done
+	(cd "$from" && find . \( -type f -o -type l \) ! -path '*pg_lease*') |
+		while read -r rel; do ln -s "$from/${rel#./}" "$to/$rel"; done
+}
+
+make_private_postgres()
+{
+	PG_BIN=$SCRATCH/root$PG_SYS_BIN
+	mkdir -p "$PG_BIN"
+	# copies, not symlinks: the server finds its share and lib dirs from its
+	# own resolved path
+	cp -L "$PG_SYS_BIN"/* "$PG_BIN/"
+	mirror_tree "$PG_SYS_LIB" "$SCRATCH/root$PG_SYS_LIB"
+	mirror_tree "$PG_SYS_SHARE" "$SCRATCH/root$PG_SYS_SHARE"
+	chmod -R a+rX "$SCRATCH/root"
+	export PG_BIN
+}
+
+copy_source()
+{
+	SRC=$SCRATCH/src
+	mkdir -p "$SRC"
+	(cd "$ROOT" && git ls-files -co --exclude-standard -z |
+		tar -cf - --null --no-recursion -T -) | tar -xf - -C "$SRC"
+}
+
+build_extension()
+{
+	make -s -C "$SRC" -f Makefile.pgxs -j"$JOBS" >"$SCRATCH/ext-build.log" 2>&1 ||
+		{ cat "$SCRATCH/ext-build.log" >&2; return 1; }
+	make -s -C "$SRC" -f Makefile.pgxs install DESTDIR="$SCRATCH/root" >>"$SCRATCH/ext-build.log" 2>&1 ||
+		{ cat "$SCRATCH/ext-build.log" >&2; return 1; }
+	[ -z "$(cd "$SCRATCH/root" && find . -path '*pg_lease*' -type l)" ] ||
+		die "a link into the system's pg_lease files is in the scratch install"
+}
+
+CLIENT_TARGETS=(pglease pglease_unit_tests)
+
+build_client()
+{
+	if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+		cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$SCRATCH/client-build.log" 2>&1 ||
+			{ cat "$SCRATCH/client-build.log" >&2; return 1; }
+	fi
+	cmake --build "$BUILD" -j"$JOBS" --target "${CLIENT_TARGETS[@]}" >>"$SCRATCH/client-build.log" 2>&1 ||
+		{ tail -50 "$SCRATCH/client-build.log" >&2; return 1; }
+}
+
+# rebuild FILE: rebuild (and for the extension reinstall) what FILE is part of.
+rebuild()
+{
+	case $1 in
+	extension/* | sql/*)
+		pg_cluster_stop mut
+		build_extension
+		pg_cluster_start mut >/dev/null
+		;;
+	client/*) build_client ;;
+	*) die "no rule to rebuild $1" ;;
+	esac
+}
+
+# The server must run the scratch copy of the extension, never the system's:
+# a backend that used a lease function maps exactly one pg_lease.so.
+check_scratch_loaded()
+{
+	local maps
+	maps=$(psql -X -q -A -t -c "SELECT lease_revoke('mutants-probe')" \
+		-c "SELECT pg_read_file('/proc/' || pg_backend_pid() || '/maps')" | grep 'pg_lease\.so' | awk '{print $6}' | sort -u)
+	[ "$maps" = "$SCRATCH/root$PG_SYS_LIB/pg_lease.so" ] ||
+		die "the scratch server loaded '$maps', not $SCRATCH/root$PG_SYS_LIB/pg_lease.so"
+	log "the scratch server runs $maps"
+}
+
+# --- suites ---------------------------------------------------------------
+
+# Short, still safe timeouts: a suite that hangs counts as failing (and is
+# reported as timed out).  An isolation step that waits longer than
+# ISOLATION_STEP_TIMEOUT seconds is cancelled by isolationtester, which
+# then reports a diff instead of hanging; no step of the specs waits more
+# than about 6 s on a correct build.
+ISOLATION_STEP_TIMEOUT=20
+suite_timeout()
+{
+	case $1 in
+	regress:* | iso:*) echo 120 ;;
+	server:*) echo 240 ;;
+	unit) echo 120 ;;
+	cli:*) echo 120 ;;
+	esac
+}
+
+# run_suite SUITE: 0 if it passes; its output goes to $SCRATCH/last.log.
+run_suite()
+{
+	local suite=$1 kind=${1%%:*} names=${1#*:} out=$SCRATCH/last.log
+	local -a cmd
+	case $kind in
+	regress) cmd=(make -s -C "$SRC" -f Makefile.pgxs installcheck "REGRESS=${names//,/ }" ISOLATION=) ;;
+	iso) cmd=(make -s -C "$SRC" -f Makefile.pgxs installcheck REGRESS= "ISOLATION=${names//,/ }") ;;
+	server) cmd=(env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE PG_BIN="$PG_BIN" bash "$SRC/tests/server/$names.sh") ;;
+	unit) cmd=("$BUILD/tests/client/pglease_unit_tests") ;;
+	cli) cmd=(env PGLEASE="$BUILD/client/cli/pglease" bash "$SRC/tests/cli/test_$names.sh") ;;
+	*) die "unknown suite $suite" ;;
+	esac
+	rm -f "$SRC"/regress/regression.diffs "$SRC"/regress/output_iso/regression.diffs
+	SUITE_STATUS=0
+	PGISOLATIONTIMEOUT=$ISOLATION_STEP_TIMEOUT timeout --kill-after=10 "$(suite_timeout "$suite")" \
+		"${cmd[@]}" >"$out" 2>&1 </dev/null || SUITE_STATUS=$?
+	# keep what the suite found, for the log of a caught mutant
+	cat "$SRC"/regress/regression.diffs "$SRC"/regress/output_iso/regression.diffs >>"$out" 2>/dev/null || true
+	return $SUITE_STATUS
+}
+
+# The failing tests inside a suite, for the report ("regress:fence" etc.).
+failed_detail()
+{
+	local suite=$1 tests
+	case $suite in
+	regress:* | iso:*)
+		tests=$(sed -n 's/^[ +]*\(test \|permutation \)\{0,1\}\([a-z_]*\) *\.\.\. *FAILED.*/\2/p; s/^not ok [0-9]* *- *\([a-z_]*\).*/\1/p' \
+			"$SCRATCH/last.log" | sort -u | paste -sd, -)
+		echo "${suite%%:*}:${tests:-${suite#*:}}"
+		;;
+	unit)
+		tests=$(sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_.]*\) (.*/\1/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
+		echo "unit${tests:+:$tests}"
+		;;
+	*) echo "$suite" ;;
+	esac
+	if [ "$SUITE_STATUS" -eq 124 ] || [ "$SUITE_STATUS" -eq 137 ]; then
+		echo "(timed out after $(suite_timeout "$suite") s)"
+	fi
+}
+
+# --- one mutant -----------------------------------------------------------
+
+apply_patch() { patch -s -p1 -d "$SRC" --no-backup-if-mismatch "$@" <"$MUTANTS_DIR/$ID.patch"; }
+
+# try_mutant ID: prints its line; returns 1 if it survived.
+try_mutant()
+{
+	local file suite caught="" start=$SECONDS
+	ID=$1
+	file=$(mutant_file "$ID")
+	apply_patch || die "$ID: patch does not apply"
+	if ! rebuild "$file"; then
+		apply_patch -R
+		rebuild "$file"
+		die "$ID: the mutant does not build"
+	fi
+	for suite in $(mutant_suites "$ID"); do
+		if ! run_suite "$suite"; then
+			caught=$(failed_detail "$suite" | paste -sd' ' -)
+			cp "$SCRATCH/last.log" "$RESULTS/$ID.log"
+			break
+		fi
+	done
+	apply_patch -R
+	rebuild "$file"
+	if [ -n "$caught" ]; then
+		echo "$ID caught by $caught ($((SECONDS - start)) s)"
+		return 0
+	fi
+	echo "$ID SURVIVED ($(mutant_suites "$ID"))"
+	return 1
+}
+
+# Every suite a mutant names must pass on the unmutated tree, or a failure
+# would prove nothing.
+baseline()
+{
+	local suite failed=0
+	for suite in $(for id in "$@"; do mutant_suites "$id"; done | tr ' ' '\n' | sort -u); do
+		if ! run_suite "$suite"; then
+			log "baseline: $suite fails on the unmutated tree:"
+			tail -40 "$SCRATCH/last.log" >&2
+			failed=1
+		fi
+	done
+	return $failed
+}
+
+# --- main -----------------------------------------------------------------
+
+cleanup()
+{
+	local status=$?
+	pg_cluster_stop_all 2>/dev/null || true
+	if [ -n "${MUTANTS_KEEP:-}" ]; then
+		log "scratch kept in $SCRATCH"
+	else
+		rm -rf "$SCRATCH"
+	fi
+	if [ -n "${SYSTEM_SUMS:-}" ]; then
+		check_system_unchanged || status=1
+	fi
+	exit $status
+}
+
+main()
+{
+	local ids id caught=0 total=0 begin=$SECONDS
+
+	if [ "${1:-}" = --list ]; then
+		list_mutants
+		return 0
+	fi
+	if [ $# -gt 0 ]; then ids=("$@"); else mapfile -t ids < <(mutant_ids); fi
+	for id in "${ids[@]}"; do
+		[ -f "$MUTANTS_DIR/$id.patch" ] || die "no mutant $id"
+	done
+
+	SYSTEM_SUMS=$(system_checksums)
+	SCRATCH=$(mktemp -d /tmp/pg_lease_mutants.XXXXXX)
+	chmod 0755 "$SCRATCH"
+	BUILD=$SCRATCH/build
+	RESULTS=${MUTANTS_RESULTS:-$ROOT/build/mutants}
+	mkdir -p "$RESULTS"
+	PG_CLUSTER_ROOT=$SCRATCH/clusters
+	mkdir -p "$PG_CLUSTER_ROOT"
+	make_private_postgres
+	source "$ROOT/tests/harness/pg_cluster.sh"
+	trap cleanup EXIT
+	trap 'exit 130' INT TERM
+
+	log "scratch $SCRATCH; building the extension and the client (-j$JOBS)"
+	copy_source
+	build_extension
+	build_client
+	pg_cluster_start mut >/dev/null
+	psql -X -q -c "CREATE EXTENSION pg_lease"
+	check_scratch_loaded
+	log "scratch server PGPORT=$PGPORT, built in $((SECONDS - begin)) s; baseline suites"
+	baseline "${ids[@]}" || die "baseline failed: fix the suites before judging mutants"
+	log "baseline passed after $((SECONDS - begin)) s"
+
+	for id in "${ids[@]}"; do
+		total=$((total + 1))
+		if try_mutant "$id"; then caught=$((caught + 1)); fi
+	done
+	echo "caught $caught/$total in $((SECONDS - begin)) s"
+	[ "$caught" -eq "$total" ]
+}
+
+# one line, parsed before it runs: editing this file meanwhile is harmless
+main "$@"; exit
