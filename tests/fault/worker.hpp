@@ -4,6 +4,8 @@
 /// operation with CLOCK_MONOTONIC times.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 
 namespace fault {
@@ -23,6 +25,20 @@ struct worker_settings {
     bool storm = false;      ///< random resign / campaign again
     unsigned seed = 1;
 };
+
+/// Signals the orchestrator sends a worker to run a hook in its next
+/// fenced transaction, after its fenced writes: stop the whole process
+/// there (idle in transaction), stop it while the transaction's backend
+/// runs a long statement, or run a transaction of 2.5 x ttl.
+inline int stall_idle_signal() {
+    return SIGRTMIN;
+}
+inline int stall_busy_signal() {
+    return SIGRTMIN + 1;
+}
+inline int long_txn_signal() {
+    return SIGRTMIN + 2;
+}
 
 /// Parses "--key=value" arguments (argv after "worker").
 worker_settings parse_worker_args(int argc, char** argv);
