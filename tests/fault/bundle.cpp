@@ -47,6 +47,7 @@ json to_json(const phase_bundle& b) {
            {"end", b.end},
            {"expect",
             {{"lost_acks_allowed", b.expect.lost_acks_allowed},
+             {"overlaps_allowed", b.expect.overlaps_allowed},
              {"server_clock_stepped", b.expect.server_clock_stepped}}},
            {"floors",
             {{"effective", b.floors.effective},
@@ -99,6 +100,7 @@ phase_bundle bundle_from_json(const json& j) {
     const json& ex = j.at("expect");
     b.expect.lost_acks_allowed = ex.value("lost_acks_allowed", false);
     b.expect.server_clock_stepped = ex.value("server_clock_stepped", false);
+    b.expect.overlaps_allowed = ex.value("overlaps_allowed", b.expect.server_clock_stepped);
     if (j.contains("floors")) {
         const json& fl = j["floors"];
         b.floors.effective = fl.value("effective", std::map<std::string, int>{});

@@ -35,7 +35,8 @@ struct fault_record {
 /// What a phase allows.
 struct phase_expectations {
     bool lost_acks_allowed = false;    ///< async failover: acknowledged writes may be lost
-    bool server_clock_stepped = false; ///< I4 and I5 are not assumed (the server clock jumps)
+    bool overlaps_allowed = false;     ///< I4 not assumed: clock steps, lost grants (async)
+    bool server_clock_stepped = false; ///< I5 not assumed: the server clock jumps
 };
 
 /// Minimum work of a phase; a run below any of them fails.

@@ -40,7 +40,7 @@ struct kind_stats {
     long unknown = 0;           ///< commit outcome unknown
     long acked_lost = 0;        ///< counted also where allowed (async failover)
     long callback_overlaps = 0; ///< started..stop-token intervals overlapping (not I4)
-    long allowed_overlaps = 0;  ///< I4 overlaps where the server clock stepped
+    long allowed_overlaps = 0;  ///< I4 overlaps where allowed (clock steps, async failover)
     double longest_leaderless_ms = 0;
     std::vector<double> recovery_ms;        ///< injection to next successful acquire/renew
     std::map<std::string, long> violations; ///< per invariant

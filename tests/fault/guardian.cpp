@@ -39,7 +39,7 @@ void cleanup_root(const std::string& root, bool keep) {
                 kill(pid, SIGKILL);
         }
     }
-    if (!keep)
+    if (!keep && !std::filesystem::exists(root + "/KEEP", ec))
         std::filesystem::remove_all(root, ec);
 }
 

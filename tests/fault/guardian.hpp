@@ -8,7 +8,8 @@
 
 namespace fault {
 
-/// Stops every cluster and pgbouncer under @p root; removes it unless @p keep.
+/// Stops every cluster and pgbouncer under @p root; removes it unless @p keep
+/// or a file KEEP exists in it (a failed run keeps its histories).
 void cleanup_root(const std::string& root, bool keep);
 
 /// Forks a child that waits for this process to die, then cleanup_root().

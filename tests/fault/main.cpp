@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <iostream>
 
 namespace {
@@ -86,9 +87,11 @@ int run_suite(fault::settings s) {
         status = 1;
     }
     const bool keep = s.keep || status != 0;
-    if (keep)
+    if (keep) {
+        std::ofstream{s.root + "/KEEP"} << "histories of a failed run\n";
         std::cout << "histories kept in " << s.root << " (recheck one with --replay " << s.root
                   << "/PHASE.history.json)\n";
+    }
     cleanup_root(s.root, keep);
     return status;
 }

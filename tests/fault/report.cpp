@@ -59,13 +59,13 @@ int print_report(const settings& s, const std::vector<checked_phase>& phases) {
         violations += total(rep.counts);
     }
     std::cout << "\nnotes (unknown-outcome writes, acknowledged writes lost where allowed, "
-                 "callback-interval overlaps, held() overlaps where the server clock stepped, "
+                 "callback-interval overlaps, held() overlaps where allowed, "
                  "injection details):\n";
     for (const auto& [b, rep] : phases)
         for (const auto& [kind, k] : rep.kinds) {
             std::cout << "  " << b.phase << "/" << kind << ": unknown " << k.unknown << ", lost "
                       << k.acked_lost << ", callback overlaps " << k.callback_overlaps
-                      << ", clock-step overlaps " << k.allowed_overlaps;
+                      << ", allowed overlaps " << k.allowed_overlaps;
             for (const auto& [n, c] : k.notes)
                 std::cout << ", " << n << " x" << c;
             std::cout << "\n";

@@ -173,6 +173,7 @@ std::vector<test_case> cases() {
         {"clean: overlapping held() where the server clock stepped", "",
          [](builder& h) {
              h.b.expect.server_clock_stepped = true;
+             h.b.expect.overlaps_allowed = true;
              h.held("p0.0", 1, 3100, 4300);
          }},
         {"epoch granted twice, to different identities", "I1",
