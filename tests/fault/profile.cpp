@@ -70,19 +70,20 @@ plan make_plan(const settings& s) {
         return p;
     // About a third of the time on a mixed schedule, the rest on the same
     // kinds as the short profile with counts scaled up (the short profile's
-    // phases take about 380 s on 2 cores).
-    const double f = std::max(1.0, s.duration_s * 2.0 / 3.0 / 380.0);
+    // phases take about 340 s on 2 cores).
+    const double f = std::max(1.0, s.duration_s * 2.0 / 3.0 / 340.0);
     p.mixed_s = s.duration_s / 3;
-    p.pause = static_cast<int>(12 * f);
-    p.kill = p.terminate = static_cast<int>(10 * f);
-    p.crash = static_cast<int>(8 * f);
-    p.clock = 2 * p.kill;
+    p.pause = static_cast<int>(8 * f);
+    p.kill = static_cast<int>(10 * f);
+    p.terminate = static_cast<int>(8 * f);
+    p.crash = static_cast<int>(6 * f);
+    p.clock = static_cast<int>(12 * f);
     p.pause_in_txn = static_cast<int>(6 * f);
     p.long_txn = static_cast<int>(4 * f);
-    p.storm16_s = static_cast<int>(18 * f);
-    p.storm64_s = static_cast<int>(22 * f);
-    p.pool_s = static_cast<int>(18 * f);
-    p.failover_async = p.failover_sync = static_cast<int>(6 * f);
+    p.storm16_s = static_cast<int>(15 * f);
+    p.storm64_s = static_cast<int>(18 * f);
+    p.pool_s = static_cast<int>(15 * f);
+    p.failover_async = p.failover_sync = static_cast<int>(5 * f);
     return p;
 }
 
@@ -147,7 +148,7 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
         return run_single(s, rng,
                           {"pause",
                            {{"pause", p.pause}},
-                           floors({{"pause", p.pause}}, 6, 100, 3),
+                           floors({{"pause", p.pause}}, p.pause / 2, 100, 2),
                            false,
                            [&](phase& ph) {
                                until_effective(p.pause, [&](int i) {
@@ -317,7 +318,9 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
         // not assumed; the fence still refuses that holder's writes).
         ex.lost_acks_allowed = !sync;
         ex.overlaps_allowed = !sync;
-        return ph.finish(ex, floors({{name, planned}}, planned, 50, 0), {{name, planned}});
+        // A synchronous failover keeps the leader (its grant was replicated).
+        return ph.finish(ex, floors({{name, planned}}, sync ? 1 : planned, 50, 0),
+                         {{name, planned}});
     };
     run("failover-async", [&] { return failover(false); });
     run("failover-sync", [&] { return failover(true); });

@@ -13,10 +13,10 @@ namespace fault {
 
 /// Injections (or seconds) per phase.
 struct plan {
-    int pause = 12, kill = 10, terminate = 10, crash = 8, clock = 20;
+    int pause = 8, kill = 10, terminate = 8, crash = 6, clock = 12;
     int pause_in_txn = 6, long_txn = 4;
-    int storm16_s = 18, storm64_s = 22, pool_s = 18, storm_kill_every_ms = 1800;
-    int failover_async = 6, failover_sync = 6;
+    int storm16_s = 15, storm64_s = 18, pool_s = 15, storm_kill_every_ms = 1800;
+    int failover_async = 5, failover_sync = 5;
     int mixed_s = 0; ///< soak: a mixed schedule of the single-cluster faults
 };
 
