@@ -123,7 +123,6 @@ bool inject_terminate(phase& ph, const std::string& lease, const std::string& ai
                 if ((renew && where == "mid-renew") || where == aim)
                     break;
             }
-            sleep_ms(1);
         }
         if (pid == 0)
             return false;
