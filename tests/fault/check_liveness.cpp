@@ -150,10 +150,39 @@ void check_liveness(check_context& c) {
     recovery(c);
 }
 
+namespace {
+
+// I6, the other half: a transaction stopped inside (pause-in-txn) for
+// longer than ttl + takeover + margin, so its lease expired and was taken
+// over, never commits: the takeover ended it.
+void stalled_txns(check_context& c) {
+    std::set<std::pair<std::string, std::int64_t>> present;
+    for (const auto& w : c.b.writes)
+        present.emplace(w.worker, w.seq);
+    const std::int64_t long_enough = c.bound; // expiry, a retry, the takeover, a margin
+    for (const auto& r : c.b.history) {
+        if (op_of(r) != "hook" || !r.contains("s"))
+            continue;
+        const std::string label = r.value("w", ""), lease = r.value("L", "");
+        const std::int64_t t = r["t"], seq = r["s"];
+        for (const auto& f : c.faults)
+            if (f.kind == "pause-in-txn" && f.target == label && f.t >= t && f.t - t < c.ttl &&
+                f.end - t >= long_enough && present.count({label, seq}))
+                c.violation("I6",
+                            "transaction " + label + "#" + std::to_string(seq) + " stopped for " +
+                                std::to_string((f.end - t) / 1000000) +
+                                " ms inside its fenced transaction committed",
+                            lease, f.end, {label});
+    }
+}
+
+} // namespace
+
 // I6: a leader's fenced transaction of several ttl, while its elector
 // renews, commits, and no one else is granted the lease meanwhile, and the
-// leader never stops observing held().
+// leader never stops observing held(); a stalled one never commits.
 void check_long_txns(check_context& c) {
+    stalled_txns(c);
     for (const auto& r : c.b.history) {
         if (op_of(r) != "long" || !r.contains("t0"))
             continue;

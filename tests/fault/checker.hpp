@@ -13,7 +13,8 @@
 ///  - I4: no two processes observe held() at one instant (what the client
 ///    library told them, not a model);
 ///  - I5: a renew never revives an expired lease;
-///  - I6: a leader's long fenced transaction keeps its lease and commits;
+///  - I6: a leader's long fenced transaction keeps its lease and commits, and
+///    one stopped inside until its lease was taken over never commits;
 ///  - liveness: no lease is without a leader, while a candidate campaigns,
 ///    for longer than ttl + retry x jitter + takeover + margin, measured from
 ///    the old grant's expiry (or from the end of a fault that took the

@@ -148,6 +148,29 @@ builder leader_change(std::int64_t b_grant = 4100) {
     return h;
 }
 
+/// A's transaction #5 stopped inside (pause-in-txn) from 3090 to 6000;
+/// @p committed: its row is there (else it was ended: outcome unknown).
+void stall_p0(builder& h, bool committed) {
+    h.b.faults.front().kind = "pause-in-txn";
+    h.b.planned = {{"pause-in-txn", 1}};
+    h.b.floors.effective = {{"pause-in-txn", 1}};
+    h.b.history.push_back({{"op", "hook"},
+                           {"what", "stall-idle"},
+                           {"t", at_ms(3090)},
+                           {"w", "p0"},
+                           {"L", "l0"},
+                           {"e", 1},
+                           {"s", 5}});
+    if (committed)
+        return;
+    for (auto& r : h.b.history)
+        if (r.value("op", "") == "write" && r.value("w", "") == "p0" && r.value("s", 0) == 5 &&
+            r.contains("r"))
+            r["r"] = "unk";
+    h.b.writes.erase(h.b.writes.begin() + 4); // p0#5
+    h.b.floors.acked = 7;
+}
+
 struct test_case {
     std::string name;
     std::string expect; ///< the one invariant flagged; empty: clean
@@ -217,6 +240,10 @@ std::vector<test_case> cases() {
                                     {"x", "terminating connection due to administrator command"}});
          }},
         {"a planned fault that never hit", "floor", [](builder& h) { h.b.faults.clear(); }},
+        {"clean: a transaction stalled past its lease's takeover was ended", "",
+         [](builder& h) { stall_p0(h, false); }},
+        {"a transaction stalled past its lease's takeover committed", "I6",
+         [](builder& h) { stall_p0(h, true); }},
     };
 }
 
