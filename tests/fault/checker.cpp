@@ -111,8 +111,11 @@ std::string check_context::around(const std::string& lease, std::int64_t from, s
         o << " e=" << r.value("e", std::int64_t{0});
         if (r.contains("s"))
             o << " s=" << r["s"].get<std::int64_t>();
-        if (r.contains("x"))
-            o << " (" << r["x"].get<std::string>().substr(0, 80) << ")";
+        if (r.contains("x")) {
+            std::string x = r["x"].get<std::string>().substr(0, 80);
+            std::replace(x.begin(), x.end(), '\n', ' ');
+            o << " (" << x << ")";
+        }
         o << "\n";
     }
     return o.str();
