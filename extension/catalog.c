@@ -25,51 +25,69 @@
 typedef struct LeasePlanSpec
 {
 	const char *sql;			/* %s stands for the quoted schema */
+	const char *sql_10;			/* for a 1.0 schema, when it differs */
 	int			nargs;
-	Oid			argtypes[8];
+	Oid			argtypes[9];
 } LeasePlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
 
 static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 	[LEASE_PLAN_READ] = {
-		"SELECT holder, epoch, expires_at, owner_role, ttl FROM %s.leases WHERE name" EQ "$1",
+		"SELECT holder, epoch, expires_at, owner_role, ttl, lock_delay FROM %s.leases"
+		" WHERE name" EQ "$1",
+		"SELECT holder, epoch, expires_at, owner_role, ttl, '0'::pg_catalog.interval"
+		" FROM %s.leases WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
 
 	[LEASE_PLAN_INSERT] = {
 		"INSERT INTO %s.leases (name, holder, epoch, acquired_at, renewed_at, expires_at,"
+		" ttl, transitions, owner_role, lock_delay) VALUES ($1, $2, $3, $4, $4, $5, $6, 0, $7, $8)"
+		" ON CONFLICT (name) DO NOTHING",
+		"INSERT INTO %s.leases (name, holder, epoch, acquired_at, renewed_at, expires_at,"
 		" ttl, transitions, owner_role) VALUES ($1, $2, $3, $4, $4, $5, $6, 0, $7)"
 		" ON CONFLICT (name) DO NOTHING",
-		7, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, NAMEOID}
+		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, NAMEOID, INTERVALOID}
 	},
 	[LEASE_PLAN_GRANT] = {
 		"UPDATE %s.leases SET holder = $2, epoch = $3, acquired_at = $4, renewed_at = $4,"
 		" expires_at = $5, ttl = $6, transitions = transitions OPERATOR(pg_catalog.+) $7,"
+		" owner_role = $8, lock_delay = $9 WHERE name" EQ "$1",
+		"UPDATE %s.leases SET holder = $2, epoch = $3, acquired_at = $4, renewed_at = $4,"
+		" expires_at = $5, ttl = $6, transitions = transitions OPERATOR(pg_catalog.+) $7,"
 		" owner_role = $8 WHERE name" EQ "$1",
-		8, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, INT8OID, NAMEOID}
+		9, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, INT8OID, NAMEOID,
+		INTERVALOID}
 	},
 	[LEASE_PLAN_EXTEND] = {
 		"UPDATE %s.leases SET renewed_at = $2, expires_at = $3, ttl = $4 WHERE name" EQ "$1",
+		NULL,
 		4, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID}
 	},
 
 	[LEASE_PLAN_FREE] = {
+		"UPDATE %s.leases SET holder = NULL, expires_at = LEAST(expires_at, $2), lock_delay = $3"
+		" WHERE name" EQ "$1",
 		"UPDATE %s.leases SET holder = NULL, expires_at = LEAST(expires_at, $2)"
 		" WHERE name" EQ "$1",
-		2, {TEXTOID, TIMESTAMPTZOID}
+		3, {TEXTOID, TIMESTAMPTZOID, INTERVALOID}
 	},
 	[LEASE_PLAN_EVENT] = {
+		"INSERT INTO %s.lease_events (event, name, holder, epoch, expires_at, role, pid)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7)",
 		"INSERT INTO %s.lease_events (event, name, holder, epoch, expires_at, role)"
 		" VALUES ($1, $2, $3, $4, $5, $6)",
-		6, {TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, NAMEOID}
+		7, {TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, NAMEOID, INT4OID}
 	},
 	[LEASE_PLAN_PRUNE_EVENTS] = {
 		"DELETE FROM %s.lease_events WHERE name" EQ "$1 AND time OPERATOR(pg_catalog.<) $2",
+		NULL,
 		2, {TEXTOID, TIMESTAMPTZOID}
 	},
 	[LEASE_PLAN_COUNT_ROLE] = {
 		"SELECT pg_catalog.count(*) FROM %s.leases WHERE owner_role" EQ "$1",
+		NULL,
 		1, {NAMEOID}
 	},
 };
@@ -80,6 +98,7 @@ static struct
 	char	   *schema_sql;		/* quoted schema name, in TopMemoryContext */
 	Oid			leases;
 	Oid			epoch_sequence;
+	bool		schema_11;		/* the 1.1 columns exist */
 	SPIPlanPtr	plans[LEASE_PLAN_COUNT];
 }			lease_catalog;
 
@@ -149,6 +168,8 @@ LeaseCatalogEnsure(Oid member_func)
 	namespace = get_func_namespace(member_func);
 	lease_catalog.leases = LeaseRelationIn(namespace, "leases");
 	lease_catalog.epoch_sequence = LeaseRelationIn(namespace, "lease_epoch_seq");
+	/* a new library may meet the old schema until ALTER EXTENSION ... UPDATE */
+	lease_catalog.schema_11 = get_attnum(lease_catalog.leases, "lock_delay") != InvalidAttrNumber;
 
 	lease_catalog.schema_sql =
 		MemoryContextStrdup(TopMemoryContext,
@@ -166,7 +187,8 @@ LeaseGetPlan(LeasePlan id)
 	if (plan == NULL)
 	{
 		const LeasePlanSpec *spec = &lease_plan_specs[id];
-		char	   *sql = psprintf(spec->sql, lease_catalog.schema_sql);
+		const char *text = !lease_catalog.schema_11 && spec->sql_10 ? spec->sql_10 : spec->sql;
+		char	   *sql = psprintf(text, lease_catalog.schema_sql);
 
 		plan = SPI_prepare(sql, spec->nargs, (Oid *) spec->argtypes);
 		if (plan == NULL)
@@ -184,6 +206,13 @@ Oid
 LeaseTableRelid(void)
 {
 	return lease_catalog.leases;
+}
+
+/* Whether the installed SQL objects are those of version 1.1 or later. */
+bool
+LeaseSchema11(void)
+{
+	return lease_catalog.schema_11;
 }
 
 Oid

@@ -7,8 +7,10 @@
  * BEFORE TRUNCATE FOR EACH STATEMENT, installed by lease_fence() with two
  * arguments: the lease name and the epoch column.  A write passes only if
  * its token is the lease's current epoch, the lease has a holder and has not
- * expired.  The check share-locks the lease row until the transaction ends,
- * so no takeover can commit while a write that passed is still open.
+ * expired.  The check key-share-locks the lease row until the transaction
+ * ends, so no change of holder can commit while a write that passed is
+ * still open; renewals, which take a weaker lock than a change of holder,
+ * go on meanwhile.
  *
  * Hot path: the trigger's arguments and column number are kept for the
  * statement (fn_extra) and the locked lease row for the transaction
@@ -155,8 +157,15 @@ FenceRowToken(const FenceConfig *config, TriggerData *trigdata, int64 *token)
 }
 
 static void
+FenceCountRejection(const FenceConfig *config, LeaseCounterKind kind)
+{
+	LeaseCount(config->lease, strlen(config->lease), kind);
+}
+
+static void
 FenceRejectNoToken(const FenceConfig *config, Relation rel)
 {
+	FenceCountRejection(config, LEASE_COUNT_REJECTED_NO_TOKEN);
 	ereport(ERROR,
 			(errcode(ERRCODE_LEASE_NO_TOKEN),
 			 errmsg("write to fenced table \"%s\" carries no fencing token for lease \"%s\"",
@@ -167,17 +176,30 @@ FenceRejectNoToken(const FenceConfig *config, Relation rel)
 					 config->lease, config->column)));
 }
 
-/* The token must be the current epoch of a held, unexpired lease. */
+static bool
+FencePasses(int64 token, const LeaseRowState *row, TimestampTz now)
+{
+	return row != NULL && row->epoch == token && row->held && now < row->expires_at;
+}
+
+/*
+ * Refuse the write, saying why.  The rejection is counted first, as its
+ * transaction is about to abort.
+ */
 static void
-FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowState *row)
+FenceReject(const FenceConfig *config, Relation rel, int64 token, const LeaseRowState *row)
 {
 	if (row == NULL)
+	{
+		FenceCountRejection(config, LEASE_COUNT_REJECTED_NOT_HELD);
 		ereport(ERROR,
 				(errcode(ERRCODE_LEASE_NOT_HELD),
 				 errmsg("fenced write to \"%s\" rejected: lease \"%s\" does not exist",
 						RelationGetRelationName(rel), config->lease),
 				 errdetail("The write carries epoch " INT64_FORMAT ".", token)));
-
+	}
+	if (token != row->epoch)
+		FenceCountRejection(config, LEASE_COUNT_REJECTED_STALE);
 	if (token < row->epoch)
 		ereport(ERROR,
 				(errcode(ERRCODE_LEASE_STALE_EPOCH),
@@ -193,6 +215,7 @@ FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowS
 						RelationGetRelationName(rel), token, config->lease),
 				 errdetail("The current epoch is " INT64_FORMAT ".", row->epoch)));
 
+	FenceCountRejection(config, LEASE_COUNT_REJECTED_NOT_HELD);
 	if (!row->held)
 		ereport(ERROR,
 				(errcode(ERRCODE_LEASE_NOT_HELD),
@@ -200,13 +223,32 @@ FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowS
 						RelationGetRelationName(rel), config->lease),
 				 errdetail("Epoch " INT64_FORMAT " is the latest grant, but it was released or revoked.",
 						   token)));
-	if (GetCurrentTimestamp() >= row->expires_at)
-		ereport(ERROR,
-				(errcode(ERRCODE_LEASE_NOT_HELD),
-				 errmsg("fenced write to \"%s\" rejected: lease \"%s\" expired",
-						RelationGetRelationName(rel), config->lease),
-				 errdetail("Epoch " INT64_FORMAT " is the latest grant, but it expired at %s.",
-						   token, timestamptz_to_str(row->expires_at))));
+	ereport(ERROR,
+			(errcode(ERRCODE_LEASE_NOT_HELD),
+			 errmsg("fenced write to \"%s\" rejected: lease \"%s\" expired",
+					RelationGetRelationName(rel), config->lease),
+			 errdetail("Epoch " INT64_FORMAT " is the latest grant, but it expired at %s.",
+					   token, timestamptz_to_str(row->expires_at))));
+}
+
+/*
+ * The token must be the current epoch of a held, unexpired lease.  A write
+ * that passes costs one clock read.  When the expiry kept for the
+ * transaction has passed, the row is read again first: the holder may have
+ * renewed meanwhile (renewals do not wait for fenced transactions).
+ */
+static void
+FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowState *row)
+{
+	if (FencePasses(token, row, GetCurrentTimestamp()))
+		return;
+	if (row != NULL && row->epoch == token && row->held)
+	{
+		row = LeaseRefreshRow(config->lease);
+		if (FencePasses(token, row, GetCurrentTimestamp()))
+			return;
+	}
+	FenceReject(config, rel, token, row);
 }
 
 /* Put a declared token into the row, so the table records who wrote it. */

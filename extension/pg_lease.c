@@ -6,7 +6,8 @@
  * The rest lives in one file per job: lease.c (acquire, renew, release,
  * revoke), fence.c (the fence trigger and lease_use), epoch.c (tokens),
  * events.c (history and NOTIFY), xact_state.c (per-transaction state),
- * catalog.c (prepared statements), settings.c (pg_lease.* parameters).
+ * catalog.c (prepared statements), settings.c (pg_lease.* parameters),
+ * takeover.c (bounded takeover), counters.c (shared-memory counters).
  *
  *-------------------------------------------------------------------------
  */
@@ -24,4 +25,5 @@ _PG_init(void)
 	LeaseDefineSettings();
 	LeaseCatalogInit();
 	LeaseXactStateInit();
+	LeaseCountersInit();
 }

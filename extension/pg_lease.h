@@ -17,6 +17,7 @@
 
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
+#include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "nodes/lockoptions.h"
 #include "utils/relcache.h"
@@ -51,6 +52,7 @@ typedef struct LeaseEpochList
 extern int	lease_max_ttl_ms;
 extern int	lease_max_leases_per_role;
 extern int	lease_event_retention_s;
+extern int	lease_takeover_timeout_ms;
 extern void LeaseDefineSettings(void);
 extern const LeaseEpochList *LeaseSettingEpochs(void);
 
@@ -76,6 +78,7 @@ extern Oid	LeaseEpochSequence(void);
 extern Oid	LeaseCallerRole(void);
 extern Datum LeaseCallerRoleName(void);
 extern bool LeaseCallerIsSuperuser(void);
+extern bool LeaseSchema11(void);
 
 /*
  * The columns of leases, as row_lock.c returns them in a slot (0-based).
@@ -85,17 +88,53 @@ extern bool LeaseCallerIsSuperuser(void);
 #define LEASE_COL_EXPIRES_AT	5
 #define LEASE_COL_TTL			6
 #define LEASE_COL_OWNER_ROLE	8
+#define LEASE_COL_LOCK_DELAY	9	/* 1.1; absent from a 1.0 schema */
 
 /* row_lock.c */
+extern TM_Result LeaseLockTid(Relation rel, ItemPointer tid, LockTupleMode mode,
+							  LockWaitPolicy wait, Snapshot snapshot,
+							  TupleTableSlot *slot);
 extern bool LeaseLockRow(text *name, LockTupleMode mode, Snapshot snapshot,
 						 Relation rel, TupleTableSlot *slot);
+
+/* takeover.c: FOR UPDATE for a change of holder, ending stalled writers */
+typedef struct LeaseEnding
+{
+	text	   *name;
+	text	   *holder;			/* holder of the grant being ended, or NULL */
+	int64		epoch;			/* its epoch */
+	TimestampTz expires_at;		/* its expiry */
+} LeaseEnding;
+
+extern void LeaseLockForHolderChange(Relation rel, ItemPointer tid,
+									 TupleTableSlot *slot,
+									 const LeaseEnding *ending);
+
+/* counters.c: per-lease counters in shared memory (when preloaded) */
+typedef enum LeaseCounterKind
+{
+	LEASE_COUNT_GRANT,
+	LEASE_COUNT_RENEWAL,
+	LEASE_COUNT_RELEASE,
+	LEASE_COUNT_REVOKE,
+	LEASE_COUNT_HANDOVER,
+	LEASE_COUNT_EVICTION,
+	LEASE_COUNT_REJECTED_STALE,	/* LS001 */
+	LEASE_COUNT_REJECTED_NOT_HELD,	/* LS002 */
+	LEASE_COUNT_REJECTED_NO_TOKEN,	/* LS003 */
+	LEASE_COUNTER_KINDS
+} LeaseCounterKind;
+
+extern void LeaseCountersInit(void);
+extern void LeaseCount(const char *name, int len, LeaseCounterKind kind);
+extern void LeaseCountText(text *name, LeaseCounterKind kind);
 
 /* epoch.c */
 extern int64 LeaseNextEpoch(void);
 
 /* events.c */
 extern void LeaseRecordEvent(const char *event, text *name, text *holder,
-							 int64 epoch, TimestampTz expires_at);
+							 int64 epoch, TimestampTz expires_at, int pid);
 
 /* xact_state.c: per-transaction tokens and locked lease rows */
 typedef struct LeaseRowState
@@ -109,6 +148,7 @@ extern void LeaseXactStateInit(void);
 extern void LeaseDeclareToken(const char *name, int64 epoch);
 extern bool LeaseDeclaredToken(const char *name, int64 *epoch);
 extern const LeaseRowState *LeaseLockRowShared(const char *name);
+extern const LeaseRowState *LeaseRefreshRow(const char *name);
 extern void LeaseForgetRow(const char *name);
 
 #endif							/* PG_LEASE_H */

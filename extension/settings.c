@@ -24,6 +24,12 @@ int			lease_max_leases_per_role = 10000;
 /* How long lease_events keeps a lease's events (s); 0: forever. */
 int			lease_event_retention_s = 30 * 24 * 60 * 60;
 
+/*
+ * How long a change of holder waits for the open fenced transactions of the
+ * grant it ends before it ends them (ms); 0: as long as they take.
+ */
+int			lease_takeover_timeout_ms = 1000;
+
 static char *lease_epoch_setting = NULL;
 static const LeaseEpochList *lease_setting_epochs = NULL;
 
@@ -96,6 +102,19 @@ LeaseDefineSettings(void)
 							INT_MAX,
 							PGC_SUSET,
 							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_lease.takeover_timeout",
+							"How long a change of holder waits for the fenced transactions of the grant it ends.",
+							"A grant of a free or expired lease, a release, a revoke or a handover waits this long "
+							"for open fenced transactions of the old epoch, then cancels or terminates them. "
+							"0 waits as long as they take.",
+							&lease_takeover_timeout_ms,
+							1000,
+							0,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("pg_lease.epoch",

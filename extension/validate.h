@@ -60,37 +60,64 @@ LeaseEpochArg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * A ttl as microseconds: positive and at most pg_lease.max_ttl.  A month
- * counts as 30 days and a day as 24 hours, so a lease lasts exactly its ttl
- * whatever the calendar or time zone does.
+ * An interval as microseconds; false on overflow.  A month counts as 30
+ * days and a day as 24 hours, so a lease lasts exactly its ttl whatever the
+ * calendar or time zone does.
  */
+static inline bool
+LeaseIntervalUsec(const Interval *value, int64 *usec)
+{
+	int64		days_usec;
+	int64		months_usec;
+
+	return !(pg_mul_s64_overflow((int64) value->day, USECS_PER_DAY, &days_usec) ||
+			 pg_mul_s64_overflow((int64) value->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_usec) ||
+			 pg_add_s64_overflow(value->time, days_usec, usec) ||
+			 pg_add_s64_overflow(*usec, months_usec, usec));
+}
+
+/* A ttl as microseconds: positive and at most pg_lease.max_ttl. */
 static inline int64
 LeaseTtlArg(FunctionCallInfo fcinfo, int argno)
 {
-	Interval   *ttl;
-	int64		days_usec;
-	int64		months_usec;
-	int64		usec;
-	bool		overflow;
+	int64		usec = 0;
+	bool		ok;
 
 	LeaseRequireArg(fcinfo, argno, "ttl");
-	ttl = PG_GETARG_INTERVAL_P(argno);
+	ok = LeaseIntervalUsec(PG_GETARG_INTERVAL_P(argno), &usec);
 
-	overflow = pg_mul_s64_overflow((int64) ttl->day, USECS_PER_DAY, &days_usec) ||
-		pg_mul_s64_overflow((int64) ttl->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_usec) ||
-		pg_add_s64_overflow(ttl->time, days_usec, &usec) ||
-		pg_add_s64_overflow(usec, months_usec, &usec);
-
-	if (!overflow && usec <= 0)
+	if (ok && usec <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease ttl must be positive")));
-	if (overflow || usec > (int64) lease_max_ttl_ms * 1000)
+	if (!ok || usec > (int64) lease_max_ttl_ms * 1000)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease ttl must not exceed pg_lease.max_ttl"),
 				 errdetail("pg_lease.max_ttl is %d ms.", lease_max_ttl_ms),
 				 errhint("A superuser can raise pg_lease.max_ttl.")));
+	return usec;
+}
+
+/* A lock delay as microseconds: zero or more, at most pg_lease.max_ttl. */
+static inline int64
+LeaseLockDelayArg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		usec = 0;
+	bool		ok;
+
+	LeaseRequireArg(fcinfo, argno, "lock_delay");
+	ok = LeaseIntervalUsec(PG_GETARG_INTERVAL_P(argno), &usec);
+
+	if (ok && usec < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease lock_delay must not be negative")));
+	if (!ok || usec > (int64) lease_max_ttl_ms * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease lock_delay must not exceed pg_lease.max_ttl"),
+				 errdetail("pg_lease.max_ttl is %d ms.", lease_max_ttl_ms)));
 	return usec;
 }
 

@@ -150,44 +150,68 @@ LeaseDeclaredToken(const char *name, int64 *epoch)
 	return true;
 }
 
+/* Key-share-lock the newest version of the lease row; false if none. */
+static bool
+LockRowKeyShare(const char *name, LeaseRowState *state)
+{
+	text	   *key = cstring_to_text(name);
+	Relation	rel = table_open(LeaseTableRelid(), RowShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	bool		found;
+
+	found = LeaseLockRow(key, LockTupleKeyShare, GetLatestSnapshot(), rel, slot);
+	if (found)
+	{
+		state->epoch = DatumGetInt64(slot->tts_values[LEASE_COL_EPOCH]);
+		state->held = !slot->tts_isnull[LEASE_COL_HOLDER];
+		state->expires_at = DatumGetTimestampTz(slot->tts_values[LEASE_COL_EXPIRES_AT]);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, NoLock);
+	pfree(key);
+	return found;
+}
+
 /*
- * The lease row, share-locked until the transaction ends; NULL when there is
- * no such lease.  The lookup goes straight to the table (row_lock.c), so no
- * privilege on leases is needed, and uses the latest snapshot: a fence
- * checks the lease as it is now, whatever the transaction's isolation
- * level.  The caller has validated the catalog cache.
+ * The lease row, key-share-locked until the transaction ends; NULL when
+ * there is no such lease.  The lookup goes straight to the table
+ * (row_lock.c), so no privilege on leases is needed, and uses the latest
+ * snapshot: a fence checks the lease as it is now, whatever the
+ * transaction's isolation level.  The caller has validated the catalog
+ * cache.
  */
 const LeaseRowState *
 LeaseLockRowShared(const char *name)
 {
 	LeaseXactEntry *entry = EntryFind(locked_rows, name);
 	LeaseRowState state;
-	Relation	rel;
-	TupleTableSlot *slot;
-	text	   *key;
-	bool		found;
 
 	if (entry != NULL)
 		return &entry->state;
-
-	key = cstring_to_text(name);
-	rel = table_open(LeaseTableRelid(), RowShareLock);
-	slot = table_slot_create(rel, NULL);
-	found = LeaseLockRow(key, LockTupleShare, GetLatestSnapshot(), rel, slot);
-	if (found)
-	{
-		state.epoch = DatumGetInt64(slot->tts_values[LEASE_COL_EPOCH]);
-		state.held = !slot->tts_isnull[LEASE_COL_HOLDER];
-		state.expires_at = DatumGetTimestampTz(slot->tts_values[LEASE_COL_EXPIRES_AT]);
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	table_close(rel, NoLock);
-	pfree(key);
-	if (!found)
+	if (!LockRowKeyShare(name, &state))
 		return NULL;
 
 	entry = EntryPush(&locked_rows, name);
 	entry->state = state;
+	return &entry->state;
+}
+
+/*
+ * The kept row's expiry has passed: read the row again, in case a renewal
+ * committed meanwhile.  The lock is held already, so this does not wait.
+ */
+const LeaseRowState *
+LeaseRefreshRow(const char *name)
+{
+	LeaseXactEntry *entry = EntryFind(locked_rows, name);
+
+	if (entry == NULL)
+		return LeaseLockRowShared(name);
+	if (!LockRowKeyShare(name, &entry->state))
+	{
+		LeaseForgetRow(name);
+		return NULL;
+	}
 	return &entry->state;
 }
 

@@ -12,18 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-scripts/deps.sh
-# Benchmark-only packages (hiredis for Redis, libcurl for etcd's gateway).
-missing=()
-for p in libhiredis-dev libcurl4-openssl-dev; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
+scripts/deps.sh bench
 sudo=()
 [ "$(id -u)" -ne 0 ] && sudo=(sudo)
-if [ ${#missing[@]} -gt 0 ]; then
-	"${sudo[@]}" apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
 
 build=${PGLEASE_BENCH_BUILD_DIR:-${TMPDIR:-/tmp}/pglease-bench-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -39,15 +39,17 @@ for arg in "$@"; do
 done
 
 if [ $build = 1 ]; then
-	scripts/deps.sh
+	scripts/deps.sh demo
 	bdir=${PGLEASE_BUILD_DIR:-$root/build}
-	echo "Building the extension and the pglease command in $bdir ..."
-	cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	start=$SECONDS
+	echo "demo: building the extension and the pglease command in $bdir ..."
+	cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPGLEASE_BUILD_TESTS=OFF >/dev/null
 	cmake --build "$bdir" --target pglease -j "$(nproc)" >/dev/null
 	make -s -f Makefile.pgxs >/dev/null
 	sudo=()
 	[ "$(id -u)" -ne 0 ] && sudo=(sudo)
 	"${sudo[@]}" make -s -f Makefile.pgxs install >/dev/null
+	echo "demo: built and installed in $((SECONDS - start)) s"
 	PGLEASE=$bdir/client/cli/pglease
 fi
 PGLEASE=${PGLEASE:-$root/build/client/cli/pglease}
@@ -125,11 +127,23 @@ while :; do
 	sleep 0.2
 done'
 
+# Each worker's pglease serves /healthz and /metrics on a port of its own.
+declare -A HTTP_PORT
 start_worker()
 {
+	[ -n "${HTTP_PORT[$1]:-}" ] || HTTP_PORT[$1]=$(pg_free_port)
 	DIR=$DIR "$PGLEASE" run --lease "$LEASE" --ttl "$TTL" --kill-after 500ms --identity "$1" \
-		-- sh -c "$JOB" >>"$DIR/$1.out" 2>>"$DIR/$1.err" &
+		--http "127.0.0.1:${HTTP_PORT[$1]}" -- sh -c "$JOB" >>"$DIR/$1.out" 2>>"$DIR/$1.err" &
 	PID[$1]=$!
+}
+
+# http_get PORT PATH: the reply's status line and body (bash's /dev/tcp).
+http_get()
+{
+	exec 5<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$2" >&5
+	cat <&5 | tr -d '\r'
+	exec 5<&-
 }
 
 # --- the story -------------------------------------------------------------------
@@ -153,6 +167,16 @@ wait_for 10 bash -c "[ \$(psql -X -A -t -c \"SELECT count(*) FROM ledger\") -ge 
 sleep 0.5
 "$PGLEASE" status "$LEASE" | sed 's/^/   /'
 table "SELECT worker, epoch, count(*) AS rows FROM ledger GROUP BY 1, 2"
+note "health checks (pglease run --http): a load balancer or probe sends work to the leader only"
+healthy=0
+for w in worker-a worker-b worker-c; do
+	reply=$(http_get "${HTTP_PORT[$w]}" /healthz)
+	printf '   %s  GET /healthz -> %s\n' "$w" "$(head -1 <<<"$reply" | cut -d' ' -f2-) $(tail -1 <<<"$reply")"
+	case $reply in "HTTP/1.1 200"*) healthy=$((healthy + 1)) ;; esac
+done
+[ "$healthy" = 1 ] || fail "expected exactly one healthy worker, got $healthy"
+note "and Prometheus metrics, from $L1's GET /metrics:"
+http_get "${HTTP_PORT[$L1]}" /metrics | grep -E '^pglease_(leader|epoch|renewals_total|renew_failures_total|lease_transitions)' | sed 's/^/   /'
 
 say "$L1 freezes: SIGSTOP on its pglease and on its job's process group, longer than the ttl ($TTL)"
 PGID1=$(cat "$DIR/$L1.pgid")

@@ -1,17 +1,35 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages that building and testing pg_lease need,
-# only those that are missing. Runs as root, or through sudo.
+# Installs the Debian 12 packages pg_lease needs, only those missing.  Runs
+# as root, or through sudo.  apt's output goes to a log; one line of
+# progress is printed instead.
+#
+#   scripts/deps.sh demo     # the demo: PostgreSQL 15, build tools, libpqxx
+#   scripts/deps.sh test     # (default) everything the test suites use
+#   scripts/deps.sh bench    # test, plus the benchmarks' etcd/Redis clients
 set -euo pipefail
 
-packages=(
-	build-essential cmake pkg-config clang
-	postgresql-15 postgresql-server-dev-15 postgresql-contrib
-	libpq-dev libpqxx-dev
-	googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev
-	libcli11-dev libfmt-dev nlohmann-json3-dev
-	libfaketime pgbouncer procps iproute2 python3 libhiredis-dev libcurl4-openssl-dev
+demo=(
+	build-essential cmake pkg-config
+	postgresql-15 postgresql-server-dev-15
+	libpq-dev libpqxx-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev prometheus-cpp-dev
+)
+test=(
+	"${demo[@]}" clang postgresql-contrib
+	googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev libfmt-dev
+	libfaketime pgbouncer procps iproute2 python3
 	etcd-server etcd-client redis-server redis-tools
 )
+bench=("${test[@]}" libhiredis-dev libcurl4-openssl-dev)
+
+case ${1:-test} in
+demo) packages=("${demo[@]}") ;;
+test) packages=("${test[@]}") ;;
+bench) packages=("${bench[@]}") ;;
+*)
+	echo "deps.sh: unknown profile '$1' (demo, test, bench)" >&2
+	exit 2
+	;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -19,9 +37,16 @@ for p in "${packages[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "deps: installing ${missing[*]}"
 sudo=()
 [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+log=${TMPDIR:-/tmp}/pglease-deps.log
+start=$SECONDS
+echo "deps: installing ${#missing[@]} Debian packages (${missing[*]}); log: $log"
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ! { "${sudo[@]}" apt-get update -qq &&
+	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+	tail -20 "$log" >&2
+	echo "deps: apt-get failed; see $log" >&2
+	exit 1
+fi
+echo "deps: done in $((SECONDS - start)) s"

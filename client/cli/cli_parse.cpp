@@ -66,7 +66,7 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     app.add_flag("-q,--quiet", g.quiet, "No informational messages on stderr");
 
     // run
-    std::string run_ttl = "15s", run_kill_after;
+    std::string run_ttl = "15s", run_kill_after, run_http;
     std::vector<std::string> run_positional;
     auto* run = app.add_subcommand(
         "run", "Run a command while holding a lease; kill it when the lease is lost");
@@ -78,6 +78,9 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
                     "Grace between SIGTERM and SIGKILL when the lease is lost (default min(ttl/5, "
                     "10s), at most ttl/3)")
         ->check(duration_check);
+    run->add_option("--http", run_http,
+                    "Serve /healthz (200 while holding the lease, else 503) and Prometheus "
+                    "/metrics on [HOST:]PORT (host default 127.0.0.1; port 0: any free one)");
     run->add_option("command", run_positional, "CMD ARGS... (after --)");
     run->footer(
         "\nCMD runs in its own process group with PGLEASE_NAME, PGLEASE_EPOCH,\n"
@@ -199,6 +202,11 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         if (!timing)
             return usage("run: " + why);
         pc.run.timing = *timing;
+        if (!run_http.empty()) {
+            pc.run.http = parse_http_endpoint(run_http, why);
+            if (!pc.run.http)
+                return usage("run: " + why);
+        }
     } else if (status->parsed() || watch->parsed()) {
         const bool is_status = status->parsed();
         pc.what = is_status ? parsed_command::kind::status : parsed_command::kind::watch;

@@ -10,7 +10,8 @@
 ///     fenced tables carry the token without code changes.
 ///  3. Renew on a thread of its own at ttl/3, retrying every `retry`, and at
 ///     once on a NOTIFY about the lease (revoke, release, takeover); never
-///     renew once the step-down point has passed.
+///     renew once the step-down point has passed, and bound every renew by
+///     it (a blocked renew is cancelled then: see connection_options).
 ///  4. Supervise on the main thread: every time it wakes, FIRST compare the
 ///     monotonic clock with the step-down point (deadline - kill_after), so
 ///     a process that was SIGSTOPped and continued acts before anything
@@ -30,6 +31,7 @@
 #include "commands.hpp"
 #include "duration.hpp"
 #include "exit_codes.hpp"
+#include "run_observability.hpp"
 
 #include <pglease/error.hpp>
 #include <pglease/identity.hpp>
@@ -177,6 +179,7 @@ private:
     std::mutex m_mutex;
     std::string m_last_renew_error; ///< guarded by m_mutex
     std::atomic<bool> m_refused{false};
+    std::unique_ptr<run_observability> m_http; ///< --http: /healthz and /metrics
 };
 
 steady::time_point supervisor::step_down_at() const noexcept {
@@ -345,8 +348,14 @@ void supervisor::renew_loop() noexcept {
             [[maybe_unused]] const auto n = ::write(g_pipe[1], &b, 1);
             return;
         }
+        const auto sent = steady::now();
         try {
-            if (!m_lease.renew()) {
+            // Bounded by the step-down point: a renew blocked on the server
+            // is cancelled then, and the supervisor starts the kill on time.
+            const bool renewed = m_lease.renew(step_down_at());
+            if (m_http)
+                m_http->renew_done(steady::now() - sent, renewed);
+            if (!renewed) {
                 m_refused.store(true);
                 const unsigned char b = renewer_byte;
                 [[maybe_unused]] const auto n = ::write(g_pipe[1], &b, 1);
@@ -356,6 +365,8 @@ void supervisor::renew_loop() noexcept {
             const std::lock_guard lock{m_mutex};
             m_last_renew_error.clear();
         } catch (const std::exception& e) {
+            if (m_http)
+                m_http->renew_done(steady::now() - sent, false);
             next = steady::now() + m_a.timing.retry;
             const std::lock_guard lock{m_mutex};
             m_last_renew_error = e.what();
@@ -549,6 +560,12 @@ int supervisor::supervise() {
 
 int supervisor::run() {
     install_signal_handlers();
+    if (m_a.http) {
+        m_http = std::make_unique<run_observability>(
+            *m_a.http, m_lease, plain_conninfo(m_g) + " connect_timeout=2", m_g.schema);
+        info(m_g, "serving /healthz and /metrics on http://" + m_a.http->host + ":" +
+                      std::to_string(m_http->port()));
+    }
     if (const int rc = acquire_phase(); rc != exit_ok)
         return rc;
     info(m_g, "acquired lease \"" + m_a.lease + "\" as " + m_lease.identity() + ", epoch " +

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "conninfo.hpp"
+#include "http_endpoint.hpp"
 #include "run_plan.hpp"
 
 #include <chrono>
@@ -26,6 +27,7 @@ struct run_args {
     std::string identity; ///< empty: pglease::default_identity()
     bool no_wait = false;
     run_timing timing;
+    std::optional<http_endpoint> http; ///< --http: serve /healthz and /metrics
     std::vector<std::string> command;
 };
 

@@ -78,9 +78,12 @@ std::vector<election_event> election::step() {
             return events;
         }
         // 3. Renew the same epoch. Success moves the deadline (measured from
-        //    the send time); NULL means someone else holds it now.
+        //    the send time); NULL means someone else holds it now. The call
+        //    is bounded by the renew deadline (and the local deadline): a
+        //    renew blocked on the server fails by then, so we step down in
+        //    time instead of waiting for it.
         try {
-            if (m_lease.renew()) {
+            if (m_lease.renew(give_up)) {
                 m_next = m_lease.renewed_at() + m_config.renew_interval();
             } else {
                 end_term(events, step_down_reason::lost);

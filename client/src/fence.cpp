@@ -31,9 +31,21 @@ void rethrow_fenced(std::exception_ptr ep, bool committing) {
     } catch (const pqxx::failure& e) {
         const std::string sqlstate = sqlstate_of(e);
         if (committing && is_connection_sqlstate(sqlstate))
-            throw commit_unknown{std::string{"connection lost during commit: "} + e.what(), sqlstate};
+            throw commit_unknown{std::string{"connection lost during commit: "} + e.what(),
+                                 sqlstate};
         throw_for_sqlstate(e.what(), sqlstate);
     }
+}
+
+bool is_eviction(const error& e) noexcept {
+    return dynamic_cast<const connection_lost*>(&e) != nullptr || e.sqlstate() == "57014";
+}
+
+void throw_evicted(const error& e, const fence_token& token) {
+    throw lease_evicted{"fenced transaction of lease \"" + token.lease_name + "\" (epoch " +
+                            std::to_string(token.epoch) +
+                            ") was ended by a takeover after the lease ran out: " + e.what(),
+                        e.sqlstate()};
 }
 
 } // namespace pglease::detail

@@ -26,11 +26,11 @@ lease::rep lease::deadline_after(clock::time_point sent) const noexcept {
     return d.time_since_epoch().count();
 }
 
-bool lease::acquire() {
+bool lease::acquire(clock::time_point deadline) {
     // 1. Take the time before sending: the server starts the ttl later than
     //    this, so sent + ttl can only be earlier than its expiry.
     const auto sent = m_clock.now();
-    const acquire_reply reply = m_db.acquire(m_name, m_options.identity, m_options.ttl);
+    const acquire_reply reply = m_db.acquire(m_name, m_options.identity, m_options.ttl, deadline);
     const auto arrived = m_clock.now();
 
     // 2. Remember whom the server named and until when (for followers).
@@ -64,7 +64,7 @@ bool lease::acquire_for(std::chrono::milliseconds timeout) {
     for (;;) {
         auto wake = end;
         try {
-            if (acquire())
+            if (acquire(end))
                 return true;
             if (const auto hint = expiry_hint())
                 wake = std::min(wake, std::max(*hint, m_clock.now() + min_wait));
@@ -84,14 +84,20 @@ bool lease::acquire_for(std::chrono::milliseconds timeout) {
     }
 }
 
-bool lease::renew() {
+bool lease::renew(clock::time_point deadline) {
     const std::int64_t epoch = m_epoch.load();
     rep before = m_deadline.load();
     if (epoch == 0 || before == lost)
         return false;
 
+    // The time before sending, as for acquire; the call may not outlast the
+    // local deadline: a renew answered later could not keep us leading.
     const auto sent = m_clock.now();
-    const auto remaining = m_db.renew(m_name, m_options.identity, epoch, m_options.ttl);
+    const clock::time_point local{clock::duration{before}};
+    const auto bound = sent < local ? std::min(deadline, local) : deadline;
+    if (sent >= bound)
+        throw error{"lease \"" + m_name + "\": renew not sent: no time left before its deadline"};
+    const auto remaining = m_db.renew(m_name, m_options.identity, epoch, m_options.ttl, bound);
     if (!remaining) {
         m_deadline.store(lost);
         return false;

@@ -2,10 +2,11 @@
 /// @brief pg_lease SQL API over libpqxx 6.4, with reconnect and LISTEN.
 #include "pglease/pq_backend.hpp"
 
+#include "call_watchdog.hpp"
 #include "conninfo.hpp"
 #include "event_payload.hpp"
-#include "pqxx_sqlstate.hpp"
 #include "pglease/error.hpp"
+#include "pqxx_sqlstate.hpp"
 #include "wakeup_pipe.hpp"
 
 #include <pqxx/pqxx>
@@ -33,6 +34,18 @@ public:
 private:
     std::set<std::string>& m_sink;
 };
+
+/// After a cancel request, how long the reply may take before the
+/// connection is shut down.
+constexpr std::chrono::milliseconds cancel_grace{200};
+
+/// The earlier of @p deadline and now + @p limit (no overflow for max()).
+clock::time_point bounded(clock::time_point deadline, std::chrono::milliseconds limit) {
+    const auto now = std::chrono::steady_clock::now();
+    if (deadline <= now || deadline - now < limit)
+        return deadline;
+    return now + limit;
+}
 
 std::string interval_text(std::chrono::milliseconds ttl) {
     return std::to_string(ttl.count()) + " milliseconds";
@@ -68,7 +81,8 @@ struct pq_backend::session {
 pq_backend::pq_backend(connection_options options)
     : m_options{std::move(options)}
     , m_conninfo{detail::build_conninfo(m_options)}
-    , m_wakeup{std::make_unique<wakeup>()} {}
+    , m_wakeup{std::make_unique<wakeup>()}
+    , m_watchdog{std::make_unique<detail::call_watchdog>(cancel_grace)} {}
 
 pq_backend::~pq_backend() = default;
 
@@ -108,13 +122,16 @@ pq_backend::session& pq_backend::live() {
     try {
         auto fresh = std::make_unique<session>(m_conninfo);
         pqxx::nontransaction tx{fresh->conn};
-        tx.exec("SET statement_timeout = " + std::to_string(m_options.call_timeout.count()));
+        // Server-side backstop only: each call is bounded on the client side.
+        const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
+        tx.exec("SET statement_timeout = " + std::to_string(backstop.count()));
         tx.commit();
         m_session = std::move(fresh);
     } catch (const pqxx::broken_connection& e) {
         throw connection_lost{std::string{"cannot connect: "} + e.what()};
     } catch (const pqxx::sql_error& e) {
-        throw_for_sqlstate(std::string{"cannot set up session: "} + e.what(), detail::sqlstate_of(e));
+        throw_for_sqlstate(std::string{"cannot set up session: "} + e.what(),
+                           detail::sqlstate_of(e));
     } catch (const pqxx::failure& e) {
         throw connection_lost{std::string{"cannot connect: "} + e.what()};
     }
@@ -131,14 +148,25 @@ pq_backend::session& pq_backend::live() {
 }
 
 template <typename F>
-auto pq_backend::call(const char* what, F&& body) {
+auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
     session& s = live();
     const std::string prefix = std::string{what} + ": ";
+    if (std::chrono::steady_clock::now() >= deadline)
+        throw error{prefix + "no time left before the caller's deadline; not sent"};
+    // The watchdog cancels the statement at the deadline and shuts the
+    // socket down if even that does not bring the reply; the guard disarms
+    // it (waiting for a cancel in flight) before any handler below runs.
+    detail::call_watchdog::outcome dog;
     try {
+        m_watchdog->arm(deadline, s.conn.sock(), [&conn = s.conn] { conn.cancel_query(); });
+        const detail::watch_guard guard{*m_watchdog, dog};
         pqxx::nontransaction tx{s.conn};
         return body(tx);
     } catch (const pqxx::broken_connection& e) {
         drop();
+        if (dog.severed)
+            throw connection_lost{prefix + "no reply by the call's deadline, and the cancel "
+                                           "request did not land: connection dropped"};
         throw connection_lost{prefix + e.what()};
     } catch (const pqxx::failure& e) {
         const std::string sqlstate = detail::sqlstate_of(e);
@@ -146,6 +174,8 @@ auto pq_backend::call(const char* what, F&& body) {
             drop();
             throw connection_lost{prefix + e.what(), sqlstate};
         }
+        if (dog.cancelled && sqlstate == "57014")
+            throw error{prefix + "no reply by the call's deadline: cancelled", sqlstate};
         throw_for_sqlstate(prefix + e.what(), sqlstate);
     } catch (const pqxx::pqxx_exception& e) {
         // usage, conversion and range errors: not the server's, still ours.
@@ -154,44 +184,46 @@ auto pq_backend::call(const char* what, F&& body) {
 }
 
 acquire_reply pq_backend::acquire(const std::string& name, const std::string& holder,
-                                  std::chrono::milliseconds ttl) {
+                                  std::chrono::milliseconds ttl, clock::time_point deadline) {
     const std::string sql =
         "SELECT r.acquired, r.epoch, coalesce(r.holder, ''), "
         "(extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000000)::bigint FROM " +
         fn("lease_acquire") + "($1, $2, $3::interval) AS r";
-    return call("lease_acquire", [&](pqxx::nontransaction& tx) {
-        const pqxx::row row = tx.exec_params1(sql, name, holder, interval_text(ttl));
-        acquire_reply reply;
-        reply.acquired = row[0].as<bool>();
-        reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
-        reply.holder = row[2].as<std::string>();
-        reply.remaining = micros(row[3]);
-        return reply;
-    });
+    return call("lease_acquire", bounded(deadline, m_options.acquire_timeout),
+                [&](pqxx::nontransaction& tx) {
+                    const pqxx::row row = tx.exec_params1(sql, name, holder, interval_text(ttl));
+                    acquire_reply reply;
+                    reply.acquired = row[0].as<bool>();
+                    reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
+                    reply.holder = row[2].as<std::string>();
+                    reply.remaining = micros(row[3]);
+                    return reply;
+                });
 }
 
-std::optional<std::chrono::microseconds> pq_backend::renew(const std::string& name,
-                                                           const std::string& holder,
-                                                           std::int64_t epoch,
-                                                           std::chrono::milliseconds ttl) {
+std::optional<std::chrono::microseconds>
+pq_backend::renew(const std::string& name, const std::string& holder, std::int64_t epoch,
+                  std::chrono::milliseconds ttl, clock::time_point deadline) {
     const std::string sql =
         "SELECT (extract(epoch FROM (e - clock_timestamp())) * 1000000)::bigint FROM " +
         fn("lease_renew") + "($1, $2, $3, $4::interval) AS e";
-    return call("lease_renew", [&](pqxx::nontransaction& tx) {
-        return micros(tx.exec_params1(sql, name, holder, epoch, interval_text(ttl))[0]);
-    });
+    return call("lease_renew", bounded(deadline, m_options.call_timeout),
+                [&](pqxx::nontransaction& tx) {
+                    return micros(tx.exec_params1(sql, name, holder, epoch, interval_text(ttl))[0]);
+                });
 }
 
 bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {
     const std::string sql = "SELECT " + fn("lease_release") + "($1, $2, $3)";
-    return call("lease_release", [&](pqxx::nontransaction& tx) {
-        return tx.exec_params1(sql, name, holder, epoch)[0].as<bool>();
-    });
+    return call("lease_release", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&](pqxx::nontransaction& tx) {
+                    return tx.exec_params1(sql, name, holder, epoch)[0].as<bool>();
+                });
 }
 
 bool pq_backend::revoke(const std::string& name) {
     const std::string sql = "SELECT " + fn("lease_revoke") + "($1)";
-    return call("lease_revoke",
+    return call("lease_revoke", bounded(clock::time_point::max(), m_options.call_timeout),
                 [&](pqxx::nontransaction& tx) { return tx.exec_params1(sql, name)[0].as<bool>(); });
 }
 
@@ -200,18 +232,19 @@ std::optional<lease_record> pq_backend::status(const std::string& name) {
         "SELECT name, coalesce(holder, ''), epoch, coalesce(valid, false), "
         "greatest(coalesce((extract(epoch FROM remaining) * 1000000)::bigint, 0), 0) FROM " +
         fn("lease_status") + " WHERE name = $1";
-    return call("lease_status", [&](pqxx::nontransaction& tx) -> std::optional<lease_record> {
-        const pqxx::result r = tx.exec_params(sql, name);
-        if (r.empty())
-            return std::nullopt;
-        lease_record rec;
-        rec.name = r[0][0].as<std::string>();
-        rec.holder = r[0][1].as<std::string>();
-        rec.epoch = r[0][2].as<std::int64_t>();
-        rec.valid = r[0][3].as<bool>();
-        rec.remaining = std::chrono::microseconds{r[0][4].as<long long>()};
-        return rec;
-    });
+    return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&](pqxx::nontransaction& tx) -> std::optional<lease_record> {
+                    const pqxx::result r = tx.exec_params(sql, name);
+                    if (r.empty())
+                        return std::nullopt;
+                    lease_record rec;
+                    rec.name = r[0][0].as<std::string>();
+                    rec.holder = r[0][1].as<std::string>();
+                    rec.epoch = r[0][2].as<std::int64_t>();
+                    rec.valid = r[0][3].as<bool>();
+                    rec.remaining = std::chrono::microseconds{r[0][4].as<long long>()};
+                    return rec;
+                });
 }
 
 bool pq_backend::listen() {

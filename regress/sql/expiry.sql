@@ -23,6 +23,8 @@ SELECT event, holder, epoch - :tl1 AS epoch FROM lease_events WHERE name = 'shor
 BEGIN;
 SELECT acquired, epoch - :tl1 AS epoch FROM lease_acquire('in-xact', 'worker-a', '200ms');
 SELECT pg_sleep(0.4);
+-- by the transaction's start (now()) it would still be valid; by the clock it is not
+SELECT expires_at > now() AS valid_by_now, expires_at > clock_timestamp() AS valid_by_clock FROM leases WHERE name = 'in-xact';
 SELECT lease_renew('in-xact', 'worker-a', :tl1 + 2004) IS NULL AS lost_despite_now;
 SELECT valid FROM lease_status WHERE name = 'in-xact';
 SELECT acquired, epoch - :tl1 AS epoch, holder FROM lease_acquire('in-xact', 'worker-b', '30s');

@@ -4,6 +4,7 @@
 #include "duration.hpp"
 #include "event.hpp"
 #include "exit_codes.hpp"
+#include "http_endpoint.hpp"
 #include "options.hpp"
 #include "run_plan.hpp"
 #include "status_format.hpp"
@@ -133,6 +134,30 @@ parse_result parse(std::vector<std::string> args) {
     return parse_command_line(args);
 }
 } // namespace
+
+TEST(HttpEndpoint, Parses) {
+    std::string why;
+    const auto port_only = parse_http_endpoint("9187", why);
+    ASSERT_TRUE(port_only);
+    EXPECT_EQ(port_only->host, "127.0.0.1"); // loopback unless asked
+    EXPECT_EQ(port_only->port, 9187);
+    const auto any = parse_http_endpoint("0.0.0.0:80", why);
+    ASSERT_TRUE(any);
+    EXPECT_EQ(any->host, "0.0.0.0");
+    EXPECT_EQ(any->port, 80);
+    const auto v6 = parse_http_endpoint("[::1]:0", why);
+    ASSERT_TRUE(v6);
+    EXPECT_EQ(v6->host, "::1");
+    EXPECT_EQ(v6->port, 0);
+}
+
+TEST(HttpEndpoint, Rejects) {
+    for (const char* bad : {"", "host:", ":80", "65536", "-1", "80x", "a b:80", "[]:80", "x:9:"}) {
+        std::string why;
+        EXPECT_FALSE(parse_http_endpoint(bad, why)) << bad;
+        EXPECT_FALSE(why.empty()) << bad;
+    }
+}
 
 TEST(CommandLine, Run) {
     const auto r = parse({"-d", "app", "run", "--lease", "jobs", "--ttl", "3s", "--no-wait", "--",

@@ -10,7 +10,9 @@ json_check() { python3 -c "import json,sys; d=json.load(sys.stdin); $1" || fail 
 "$PGLEASE" watch "$lease" --json --count 2 >"$TMP/watch.out" 2>"$TMP/watch.err" &
 wpid=$!
 BG_PIDS+=("$wpid")
-"$PGLEASE" watch --count 1 >"$TMP/watch_all.out" 2>"$TMP/watch_all.err" &
+# Over all leases: other tests (ctest -j) cause events too, so no --count:
+# it runs until our own event shows up, then SIGTERM ends it.
+"$PGLEASE" watch >"$TMP/watch_all.out" 2>"$TMP/watch_all.err" &
 apid=$!
 BG_PIDS+=("$apid")
 wait_until 10 grep -q "watching" "$TMP/watch.err" || fail "watch did not start"
@@ -39,8 +41,11 @@ wait_pid "$wpid" 10
 [ "$(wc -l <"$TMP/watch.out")" -eq 2 ] || { cat "$TMP/watch.out"; fail "watch printed $(wc -l <"$TMP/watch.out") lines"; }
 sed -n 1p "$TMP/watch.out" | json_check "assert d['event']=='acquired' and d['name']=='$lease' and d['holder']=='watcher-test' and d['epoch']==$epoch and d['expires_at'] and d['received_at']"
 sed -n 2p "$TMP/watch.out" | json_check "assert d['event']=='released' and d['epoch']==$epoch"
-wait_pid "$apid" 10
-grep -E "acquired +$lease +holder=watcher-test +epoch=$epoch" "$TMP/watch_all.out" >/dev/null || { cat "$TMP/watch_all.out"; fail "watch text line"; }
+wait_until 10 grep -qE "acquired +$lease +holder=watcher-test +epoch=$epoch" "$TMP/watch_all.out" || { cat "$TMP/watch_all.out"; fail "watch text line"; }
+wait_until 10 grep -qE "released +$lease " "$TMP/watch_all.out" || { cat "$TMP/watch_all.out"; fail "watch text line (release)"; }
+kill -TERM "$apid"
+wait_pid "$apid" 5
+[ "$RC" -eq 0 ] || fail "watch (all) exited $RC"
 pass "watch --json and text: events as they happen"
 
 # 4. watch ends cleanly on SIGTERM.

@@ -140,16 +140,47 @@ auto fake_backend::call(F&& body) {
     return result;
 }
 
+void fake_backend::bounded_wait(clock::time_point deadline) {
+    const auto cancelled = [] {
+        throw error{"fake: canceling statement due to user request", "57014"};
+    };
+    if (m_fake != nullptr && m_block > std::chrono::milliseconds::zero()) {
+        const auto now = m_fake->now();
+        if (deadline <= now || deadline - now < m_block) {
+            m_fake->advance_to(deadline);
+            cancelled();
+        }
+        m_fake->advance(m_block);
+    }
+    if (const auto s = m_stall.load(); s > 0) {
+        const auto& clk = m_store.time();
+        const auto now = clk.now();
+        const std::chrono::milliseconds stall{s};
+        if (deadline <= now || deadline - now < stall) {
+            std::this_thread::sleep_until(to_steady(clk, deadline));
+            cancelled();
+        }
+        std::this_thread::sleep_for(stall);
+    }
+}
+
 acquire_reply fake_backend::acquire(const std::string& name, const std::string& holder,
-                                    std::chrono::milliseconds ttl) {
+                                    std::chrono::milliseconds ttl, clock::time_point deadline) {
     ++m_acquires;
-    return call([&] { return m_store.acquire(name, holder, ttl); });
+    return call([&] {
+        bounded_wait(deadline);
+        return m_store.acquire(name, holder, ttl);
+    });
 }
 
 std::optional<microseconds> fake_backend::renew(const std::string& name, const std::string& holder,
-                                                std::int64_t epoch, std::chrono::milliseconds ttl) {
+                                                std::int64_t epoch, std::chrono::milliseconds ttl,
+                                                clock::time_point deadline) {
     ++m_renews;
-    return call([&] { return m_store.renew(name, holder, epoch, ttl); });
+    return call([&] {
+        bounded_wait(deadline);
+        return m_store.renew(name, holder, epoch, ttl);
+    });
 }
 
 bool fake_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {

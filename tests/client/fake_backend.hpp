@@ -66,7 +66,10 @@ private:
     std::int64_t m_counter = 100;
 };
 
-/// One client session of a fake_store.
+/// One client session of a fake_store. Like pq_backend, acquire() and
+/// renew() honour the caller's deadline: a call slowed down by block() or
+/// stall() past it fails at the deadline with SQLSTATE 57014 (the cancel
+/// that pq_backend's watchdog sends), without reaching the store.
 class fake_backend final : public backend {
 public:
     /// @p fake: the store's clock when it is a fake_clock (waits then
@@ -76,10 +79,12 @@ public:
         , m_fake{fake} {}
 
     acquire_reply acquire(const std::string& name, const std::string& holder,
-                          std::chrono::milliseconds ttl) override;
-    std::optional<std::chrono::microseconds> renew(const std::string& name,
-                                                   const std::string& holder, std::int64_t epoch,
-                                                   std::chrono::milliseconds ttl) override;
+                          std::chrono::milliseconds ttl,
+                          clock::time_point deadline = clock::time_point::max()) override;
+    std::optional<std::chrono::microseconds>
+    renew(const std::string& name, const std::string& holder, std::int64_t epoch,
+          std::chrono::milliseconds ttl,
+          clock::time_point deadline = clock::time_point::max()) override;
     bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override;
     bool revoke(const std::string& name) override;
     std::optional<lease_record> status(const std::string& name) override;
@@ -94,8 +99,15 @@ public:
     void fail_after(int n) { m_fail_after = n; }
     /// Fake time that passes between sending a call and the store running it.
     void latency(std::chrono::milliseconds d) { m_latency = d; }
-    /// Real time each call blocks before reaching the store (a stalled call).
+    /// Real time each call blocks before reaching the store, ignoring any
+    /// deadline (a stall no bound can cut, e.g. while connecting).
     void hang(std::chrono::milliseconds d) { m_hang = d.count(); }
+    /// Fake time each acquire/renew is blocked on the server (a lock wait)
+    /// before it reaches the store; cut at the caller's deadline (57014).
+    void block(std::chrono::milliseconds d) { m_block = d; }
+    /// Real time each acquire/renew is blocked on the server; cut at the
+    /// caller's deadline (57014), as pq_backend's watchdog does.
+    void stall(std::chrono::milliseconds d) { m_stall = d.count(); }
     /// Runs inside every call, before the store (e.g. to race mark_lost()).
     void during_call(std::function<void()> f) { m_during = std::move(f); }
     /// Runs at the start of every wait_for_change().
@@ -108,6 +120,8 @@ public:
 private:
     template <typename F>
     auto call(F&& body);
+    /// block()/stall() for a call bounded by @p deadline; throws at it.
+    void bounded_wait(clock::time_point deadline);
 
     fake_store& m_store;
     fake_clock* m_fake;
@@ -115,6 +129,8 @@ private:
     std::atomic<int> m_fail_after{0};
     std::chrono::milliseconds m_latency{0};
     std::atomic<std::chrono::milliseconds::rep> m_hang{0};
+    std::chrono::milliseconds m_block{0};
+    std::atomic<std::chrono::milliseconds::rep> m_stall{0};
     std::function<void()> m_during;
     std::function<void()> m_before_wait;
     std::atomic<bool> m_interrupted{false};

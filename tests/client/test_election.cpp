@@ -24,6 +24,7 @@ enum class op {
     fail_before, ///< the next arg calls fail before reaching the store
     fail_after,  ///< the next arg calls run, then their reply is lost
     latency,     ///< each call takes arg of fake time to reach the store
+    block,       ///< acquire/renew block arg of fake time on the server (cut at their deadline)
     steal,       ///< "other" acquires the lease (only works if free/expired)
     revoke,      ///< an administrator revokes the lease
     mark_lost,   ///< the application saw a fence rejection
@@ -160,6 +161,19 @@ const std::vector<scenario>& scenarios() {
         {"call latency: the deadline counts from the send time, not the reply",
          {{op::latency, 1500ms, "", false}, {op::step, 0ms, "SN", true, 3333ms, 9000ms}},
          "me"},
+        {"renew latency: the deadline counts from the renew's send time, not the reply",
+         {{op::step, 0ms, "SN", true, 3333ms, 9000ms},
+          {op::advance, 3333ms, "", true},
+          {op::latency, 1500ms, "", true},
+          {op::step, 0ms, "", true, 6666ms, 12333ms}},
+         "me"},
+        {"a renew blocked on the server is cut at the renew deadline: step down then",
+         {{op::step, 0ms, "SN", true, 3333ms, 9000ms},
+          {op::advance, 3333ms, "", true},
+          {op::block, 60000ms, "", true},
+          {op::step, 0ms, "", true, 6000ms, 9000ms},
+          {op::step, 0ms, "D", false, 8000ms}},
+         "me"},
         {"resign releases and ends the term",
          {{op::step, 0ms, "SN", true}, {op::resign, 0ms, "R", false}},
          ""},
@@ -203,6 +217,9 @@ TEST_P(election_table, runs) {
             break;
         case op::latency:
             mine.latency(a.arg);
+            break;
+        case op::block:
+            mine.block(a.arg);
             break;
         case op::steal:
             (void)other.acquire(config.lease_name, "other", 10s);

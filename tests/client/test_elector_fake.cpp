@@ -163,6 +163,25 @@ TEST(elector_fake, stuck_renewal_stop_token_fires_at_the_local_deadline) {
     db.hang(0ms);
 }
 
+TEST(elector_fake, a_renewal_blocked_on_the_server_does_not_delay_the_step_down) {
+    fake_store store{system_clock()};
+    recorder r;
+    auto owned = std::make_unique<fake_backend>(store);
+    fake_backend& db = *owned;
+    elector e{fast_config("one", r), std::move(owned)};
+    e.start();
+    ASSERT_TRUE(r.wait([&] { return r.started == 1; }));
+    const auto from = steady::now();
+    db.stall(10s); // every acquire/renew now blocks on the "server" for 10 s
+    // The renew at ttl/3 (200 ms) is cut at the renew deadline (400 ms after
+    // the last successful renew): the thread steps down then, not in 10 s.
+    ASSERT_TRUE(r.wait([&] { return r.stopped == 1; }, 2000ms)) << "waited for the blocked call";
+    const auto took = steady::now() - from;
+    EXPECT_LE(took, 700ms) << "on_stopped_leading came after the renew deadline";
+    EXPECT_FALSE(e.leading());
+    db.stall(0ms);
+}
+
 TEST(elector_fake, failing_leader_work_resigns_and_reports) {
     fake_store store{system_clock()};
     recorder r;

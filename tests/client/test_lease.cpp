@@ -76,6 +76,52 @@ TEST_F(lease_fixture, deadline_counts_from_the_send_time) {
     EXPECT_EQ(store.get("job").expires, sent + 13s);
 }
 
+TEST_F(lease_fixture, renew_deadline_counts_from_the_send_time) {
+    ASSERT_TRUE(a.acquire());
+    clk.advance(3s);
+    const auto sent = clk.now();
+    db_a.latency(2s); // fake time passes during the call: the reply comes 2 s later
+    ASSERT_TRUE(a.renew());
+    EXPECT_EQ(a.deadline(), sent + 9s) << "renew's deadline must count from the send time";
+    EXPECT_EQ(a.renewed_at(), sent);
+    EXPECT_EQ(store.get("job").expires, sent + 12s);
+}
+
+TEST_F(lease_fixture, a_renew_blocked_past_the_local_deadline_fails_at_it) {
+    ASSERT_TRUE(a.acquire());
+    const auto deadline = a.deadline();
+    clk.advance(5s);
+    db_a.block(std::chrono::hours{1}); // a lock wait on the server
+    try {
+        (void)a.renew();
+        ADD_FAILURE() << "renew returned from a blocked call";
+    } catch (const error& e) {
+        EXPECT_EQ(e.sqlstate(), "57014");
+    }
+    EXPECT_EQ(clk.now(), deadline) << "the call was not cut at the local deadline";
+    EXPECT_FALSE(a.held());
+}
+
+TEST_F(lease_fixture, a_renew_is_bounded_by_the_callers_deadline_when_sooner) {
+    ASSERT_TRUE(a.acquire());
+    clk.advance(3s);
+    const auto give_up = clk.now() + 2s;
+    db_a.block(std::chrono::hours{1});
+    EXPECT_THROW((void)a.renew(give_up), error);
+    EXPECT_EQ(clk.now(), give_up);
+    EXPECT_TRUE(a.held()); // unknown outcome: the old deadline still stands
+    db_a.block(0s);
+    EXPECT_TRUE(a.renew());
+}
+
+TEST_F(lease_fixture, a_renew_with_no_time_left_is_not_sent) {
+    ASSERT_TRUE(a.acquire());
+    clk.advance(5s);
+    EXPECT_THROW((void)a.renew(clk.now()), error);
+    EXPECT_EQ(db_a.renews(), 0);
+    EXPECT_TRUE(a.held());
+}
+
 TEST_F(lease_fixture, lost_reply_does_not_extend_and_renew_after_reconnect_restores) {
     ASSERT_TRUE(a.acquire());
     const auto before = a.deadline();

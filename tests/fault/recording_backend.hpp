@@ -45,9 +45,11 @@ private:
 
 public:
     pglease::acquire_reply acquire(const std::string& name, const std::string& holder,
-                                   std::chrono::milliseconds ttl) override {
+                                   std::chrono::milliseconds ttl,
+                                   pglease::clock::time_point deadline) override {
         return recorded(
-            entry("acq", name, holder), [&] { return m_inner.acquire(name, holder, ttl); },
+            entry("acq", name, holder),
+            [&] { return m_inner.acquire(name, holder, ttl, deadline); },
             [](json& e, const pglease::acquire_reply& reply) {
                 e["r"] = reply.acquired ? "ok" : "no";
                 e["e"] = reply.epoch;
@@ -57,11 +59,12 @@ public:
 
     std::optional<std::chrono::microseconds> renew(const std::string& name,
                                                    const std::string& holder, std::int64_t epoch,
-                                                   std::chrono::milliseconds ttl) override {
+                                                   std::chrono::milliseconds ttl,
+                                                   pglease::clock::time_point deadline) override {
         json e = entry("renew", name, holder);
         e["e"] = epoch;
         return recorded(
-            std::move(e), [&] { return m_inner.renew(name, holder, epoch, ttl); },
+            std::move(e), [&] { return m_inner.renew(name, holder, epoch, ttl, deadline); },
             [](json& out, const std::optional<std::chrono::microseconds>& left) {
                 out["r"] = left ? "ok" : "no";
             });

@@ -41,9 +41,14 @@ struct lease_record {
 };
 
 /// The operations the state machines need, one round trip each. Every call
-/// is bounded in time by the implementation; failures are thrown as
-/// pglease::error subclasses (connection_lost when the session broke: the
-/// next call reconnects).
+/// is bounded in time by the implementation (connection_options'
+/// call_timeout, acquire_timeout); acquire() and renew() are also bounded by
+/// the @p deadline the caller passes, the time left before its own deadline
+/// (clock::time_point::max(): only the implementation's bound). A call that
+/// reaches its bound fails (it does not hang): error with SQLSTATE 57014
+/// when the statement was cancelled, connection_lost when the connection had
+/// to be dropped. Failures are thrown as pglease::error subclasses
+/// (connection_lost when the session broke: the next call reconnects).
 class backend {
 public:
     backend() = default;
@@ -51,16 +56,17 @@ public:
     backend& operator=(const backend&) = delete;
     virtual ~backend() = default;
 
-    /// lease_acquire(name, holder, ttl): grant or extend, or report the holder.
+    /// lease_acquire(name, holder, ttl): grant or extend, or report the
+    /// holder. Returns or fails by @p deadline (on the backend's clock).
     virtual acquire_reply acquire(const std::string& name, const std::string& holder,
-                                  std::chrono::milliseconds ttl) = 0;
+                                  std::chrono::milliseconds ttl, clock::time_point deadline) = 0;
 
     /// lease_renew(name, holder, epoch, ttl): the time left after the
     /// renewal, or nullopt when the caller no longer holds that epoch.
-    virtual std::optional<std::chrono::microseconds> renew(const std::string& name,
-                                                           const std::string& holder,
-                                                           std::int64_t epoch,
-                                                           std::chrono::milliseconds ttl) = 0;
+    /// Returns or fails by @p deadline (on the backend's clock).
+    virtual std::optional<std::chrono::microseconds>
+    renew(const std::string& name, const std::string& holder, std::int64_t epoch,
+          std::chrono::milliseconds ttl, clock::time_point deadline) = 0;
 
     /// lease_release(name, holder, epoch): true if this call freed the lease.
     virtual bool release(const std::string& name, const std::string& holder,

@@ -16,13 +16,22 @@ namespace pglease {
 /// string means "the environment only".
 ///
 /// Bounding calls: a renew must fail, not hang, before the renew deadline.
-/// pq_backend therefore adds, unless the connection string sets them:
-/// `connect_timeout` (call_timeout rounded up to seconds, libpq's minimum is
-/// 2 s), TCP keepalives (idle, interval: half of call_timeout, at least 1 s;
-/// count 2) and `tcp_user_timeout` (= call_timeout), and it runs
-/// `SET statement_timeout` (= call_timeout) on every new session. A process
-/// paused on the server side can still stall a call past these bounds; the
-/// lease's local deadline does not depend on the call returning.
+/// Every statement is bounded on the client side, with no extra round trip:
+/// pq_backend waits for the reply until the call's bound (the earlier of
+/// call_timeout, or acquire_timeout for lease_acquire, and the deadline the
+/// state machine passes: a leader's renew gets the time left before its
+/// renew deadline or local deadline), then sends a cancel request (the call
+/// fails with SQLSTATE 57014, the session stays open); if the reply still
+/// does not come within 200 ms (a stopped backend, a lost network), it
+/// shuts the connection down (connection_lost; the next call reconnects).
+/// In addition, unless the connection string sets them: `connect_timeout`
+/// (call_timeout rounded up to seconds, libpq's minimum is 2 s), TCP
+/// keepalives (idle, interval: half of call_timeout, at least 1 s; count 2)
+/// and `tcp_user_timeout` (= call_timeout); and every new session runs
+/// `SET statement_timeout` (= the larger of call_timeout and
+/// acquire_timeout) as a server-side backstop. Connecting is bounded by
+/// connect_timeout only. The lease's local deadline never depends on a call
+/// returning.
 ///
 /// @code
 ///   pglease::connection_options opts;
@@ -41,6 +50,17 @@ struct connection_options {
     /// the base of connect_timeout and keepalives. Default 2 s. The elector
     /// lowers it to its retry period if that is shorter.
     std::chrono::milliseconds call_timeout{2000};
+
+    /// Upper bound for one lease_acquire by a follower. Default 5 s. It must
+    /// exceed the server's `pg_lease.takeover_timeout` (default 1 s) plus
+    /// the time to end the old holder's transactions: an acquire of an
+    /// expired lease whose old holder stalled inside a fenced transaction
+    /// waits that long on the server before it is granted, and cutting it
+    /// shorter would make every takeover fail. 5 s leaves room for a
+    /// takeover_timeout raised to a few seconds; a follower holds nothing,
+    /// so a long bound only delays noticing a dead server (connect_timeout
+    /// and keepalives still apply). The elector does not lower it.
+    std::chrono::milliseconds acquire_timeout{5000};
 
     /// application_name of the session, visible in pg_stat_activity.
     /// Default "pglease".

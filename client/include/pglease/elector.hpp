@@ -32,10 +32,14 @@ namespace pglease {
 /// - A leader steps down no later than its local deadline: leading() and
 ///   the term's stop_token turn false/stopped by the clock alone, even if
 ///   a call is stuck; on_stopped_leading follows as soon as the elector's
-///   thread gets back (each call is bounded by call_timeout).
+///   thread gets back, and it does not wait for a blocked call: a renew is
+///   bounded by the renew deadline (cancelled then, the connection dropped
+///   if the cancel does not land), an acquire by acquire_timeout.
 /// - After a lost connection the elector reconnects and leads on only if a
 ///   renew of the same epoch succeeds before the renew deadline.
-/// - A fence rejection seen by run_fenced() ends the term at once.
+/// - A fence rejection seen by run_fenced() ends the term at once, and so
+///   does a fenced transaction that a takeover ended after the lease ran out
+///   (lease_evicted).
 /// - stop() (and the destructor) ends the term, waits for
 ///   on_started_leading to return, releases the lease (release_on_stop),
 ///   calls on_stopped_leading, and joins the threads.
@@ -102,6 +106,14 @@ public:
     /// application connection, not the elector's). Throws lease_lost before
     /// any I/O when not leading; a fence_rejected from the server ends the
     /// term at once (report_lost) and is rethrown.
+    ///
+    /// A transaction that fails because the session was terminated (57P01,
+    /// a broken connection) or its statement cancelled (57014) after this
+    /// term's lease ran out (leading() false: past the local deadline) was
+    /// evicted by another holder's takeover: it is thrown as lease_evicted
+    /// (a lease_lost; nothing committed) and the term ends at once, as for
+    /// fence_rejected. While still leading, such failures are not evictions:
+    /// connection_lost (reconnect and retry) or the error as it came.
     template <typename F>
     auto run_fenced(pqxx::connection_base& conn, F&& fn) {
         const fence_token t = token();
@@ -110,6 +122,11 @@ public:
         } catch (const lease_lost&) {
             report_lost(t.epoch);
             throw;
+        } catch (const error& e) {
+            if (!detail::is_eviction(e) || (leading() && epoch() == t.epoch))
+                throw;
+            report_lost(t.epoch);
+            detail::throw_evicted(e, t);
         }
     }
 

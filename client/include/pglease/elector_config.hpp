@@ -82,7 +82,9 @@ struct elector_config {
 
     /// The elector's own connection (for acquire/renew/LISTEN only; fenced
     /// work runs on the application's connections). Its call_timeout is
-    /// lowered to retry_period if longer. Default: PG* environment.
+    /// lowered to retry_period if longer; its acquire_timeout (default 5 s,
+    /// above the server's takeover_timeout) is kept as it is. A leader's
+    /// renew is also bounded by the renew deadline. Default: PG* environment.
     connection_options connection;
 
     /// The callbacks; on_started_leading and on_stopped_leading are required.

@@ -9,7 +9,9 @@
 ///   |- permission_denied     the server refused the role (42501)
 ///   |- missing_token         a fenced write carried no token (LS003)
 ///   |- lease_lost            this client does not hold the lease any more
-///   |  `- fence_rejected     the server's fence refused a write (LS001, LS002)
+///   |  |- fence_rejected     the server's fence refused a write (LS001, LS002)
+///   |  `- lease_evicted      a takeover ended the fenced transaction (57P01, 57014,
+///   |                        broken connection) after the lease ran out
 ///   |- connection_lost       the connection broke; nothing was committed
 ///   `- commit_unknown        the connection broke during COMMIT: outcome unknown
 /// @endcode
@@ -84,6 +86,23 @@ public:
 
     /// True for LS001: another holder was granted a newer epoch.
     [[nodiscard]] bool stale_epoch() const noexcept { return sqlstate() == "LS001"; }
+};
+
+/// A takeover ended this fenced transaction: the lease ran out (held() was
+/// false, past the local deadline, when the failure arrived), another holder
+/// was granted it, and the server ended the transaction that still held the
+/// old epoch's fence lock (pg_lease.takeover_timeout). A session idle in
+/// the transaction is terminated (sqlstate() 57P01, or empty when the client
+/// only saw the connection close), a running statement is cancelled (57014).
+/// Nothing of the transaction was committed; the session of a terminated
+/// transaction is gone (the pqxx connection must be reopened).
+///
+/// The same failures while the lease is still held locally are not an
+/// eviction: a broken connection is connection_lost, a cancelled statement
+/// stays a plain error.
+class lease_evicted : public lease_lost {
+public:
+    using lease_lost::lease_lost;
 };
 
 /// The connection to the server broke (or the server closed it) before the

@@ -40,6 +40,13 @@ void declare_token(pqxx::transaction_base& tx, const fence_token& token);
 /// before COMMIT connection_lost, during COMMIT (pqxx::in_doubt_error)
 /// commit_unknown. Exceptions that are not libpqxx's pass through unchanged.
 [[noreturn]] void rethrow_fenced(std::exception_ptr ep, bool committing);
+/// True when @p e is how an evicted fenced transaction ends: the session
+/// was terminated (connection_lost: 57P01, class 08 or a closed socket) or
+/// its statement cancelled (57014). Whether it *was* an eviction depends on
+/// whether the lease was still held locally, which the caller knows.
+[[nodiscard]] bool is_eviction(const error& e) noexcept;
+/// Throws lease_evicted for @p e (a failure of a transaction fenced by @p token).
+[[noreturn]] void throw_evicted(const error& e, const fence_token& token);
 } // namespace detail
 
 /// Runs @p fn(tx) in a new pqxx::work on @p conn whose first statement is
@@ -51,8 +58,16 @@ void declare_token(pqxx::transaction_base& tx, const fence_token& token);
 /// @throws commit_unknown when the connection broke during COMMIT.
 /// @throws connection_lost when it broke before COMMIT: nothing committed.
 ///
-/// Keep fenced transactions short: each fenced write holds a share lock on
-/// the lease row until commit, which delays the holder's own renewals.
+/// This free function does not know whether the lease is still held, so a
+/// transaction that a takeover ended (the server terminates or cancels the
+/// fenced transactions of an expired epoch after pg_lease.takeover_timeout)
+/// arrives here as connection_lost or an error with SQLSTATE 57014. The
+/// run_fenced() of lease, scoped_lease and elector tell them apart and throw
+/// lease_evicted (a lease_lost) when the lease was no longer held locally.
+///
+/// Each fenced write holds a lock on the lease row until commit: it never
+/// delays the holder's renewals (pg_lease 1.1), but once the lease expired
+/// a new holder's grant ends the transaction instead of waiting for it.
 ///
 /// @code
 ///   pglease::run_fenced(conn, {"jobs", epoch}, [&](pqxx::work& tx) {

@@ -62,7 +62,12 @@ public:
     /// now: granted with a new epoch, or extended with the same epoch if it
     /// already held it. When false, holder() and expiry_hint() tell who holds
     /// it and until when. Throws connection_lost and other errors.
-    [[nodiscard]] bool acquire();
+    ///
+    /// The call returns or fails by @p deadline (default: only the backend's
+    /// acquire bound, connection_options::acquire_timeout, 5 s by default,
+    /// long enough for the server to end a stalled old holder's fenced
+    /// transactions before it grants an expired lease).
+    [[nodiscard]] bool acquire(clock::time_point deadline = clock::time_point::max());
 
     /// Waits up to @p timeout for the lease. Between tries it sleeps until a
     /// NOTIFY pg_lease event for this lease (release, revoke, grant), the
@@ -75,7 +80,13 @@ public:
     /// False: the server says this epoch is no longer ours (held() is false
     /// from now on). Throws connection_lost etc. when the outcome is unknown;
     /// the deadline is then unchanged.
-    [[nodiscard]] bool renew();
+    ///
+    /// The call returns or fails by the earlier of @p deadline and the local
+    /// deadline, if that is still ahead (and by the backend's call_timeout):
+    /// a renew that cannot finish while the lease is still held is cut off,
+    /// so the caller can step down in time instead of waiting for it. A
+    /// renew whose @p deadline has passed fails (error) without being sent.
+    [[nodiscard]] bool renew(clock::time_point deadline = clock::time_point::max());
 
     /// Stops claiming the lease (held() false at once), then frees it on the
     /// server. True if the server freed it; false if it was not ours any
@@ -112,7 +123,11 @@ public:
     [[nodiscard]] fence_token token() const;
 
     /// run_fenced() with token(): throws lease_lost before any I/O when not
-    /// held(); on fence_rejected calls mark_lost() and rethrows.
+    /// held(); on fence_rejected calls mark_lost() and rethrows. A
+    /// transaction ended while the lease is no longer held() (terminated:
+    /// 57P01 or a broken connection; cancelled: 57014) was evicted by a
+    /// takeover: it is thrown as lease_evicted (and mark_lost() called).
+    /// While held(), a broken connection stays connection_lost.
     template <typename F>
     auto run_fenced(pqxx::connection_base& conn, F&& fn) {
         const fence_token t = token();
@@ -122,6 +137,13 @@ public:
             if (epoch() == t.epoch)
                 mark_lost();
             throw;
+        } catch (const error& e) {
+            const bool current = epoch() == t.epoch;
+            if (!detail::is_eviction(e) || (current && held()))
+                throw;
+            if (current)
+                mark_lost();
+            detail::throw_evicted(e, t);
         }
     }
 

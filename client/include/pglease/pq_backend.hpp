@@ -11,6 +11,10 @@
 
 namespace pglease {
 
+namespace detail {
+class call_watchdog;
+} // namespace detail
+
 /// One database session speaking the pg_lease SQL API (SPEC section 3).
 ///
 /// The session is opened lazily and replaced after it breaks: a call that
@@ -18,6 +22,11 @@ namespace pglease {
 /// next call connects afresh (bounded by connect_timeout). Reconnecting never
 /// restores anything by itself: a lease is held again only after a renew of
 /// the same epoch succeeds on the new session.
+///
+/// Every call returns or fails by its bound (see connection_options): past
+/// it a cancel request is sent, and if the reply still does not come the
+/// connection is shut down; a watchdog thread does both, so a call in time
+/// costs no extra round trip.
 ///
 /// Waiting uses LISTEN pg_lease and poll(2) on the connection's socket plus
 /// a self-pipe for interrupt(): no busy polling, and another thread can wake
@@ -38,10 +47,11 @@ public:
     pq_backend& operator=(pq_backend&&) = delete;
 
     acquire_reply acquire(const std::string& name, const std::string& holder,
-                          std::chrono::milliseconds ttl) override;
+                          std::chrono::milliseconds ttl, clock::time_point deadline) override;
     std::optional<std::chrono::microseconds> renew(const std::string& name,
                                                    const std::string& holder, std::int64_t epoch,
-                                                   std::chrono::milliseconds ttl) override;
+                                                   std::chrono::milliseconds ttl,
+                                                   clock::time_point deadline) override;
     bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override;
     bool revoke(const std::string& name) override;
     std::optional<lease_record> status(const std::string& name) override;
@@ -69,12 +79,13 @@ private:
     session& live();
     void drop() noexcept;
     template <typename F>
-    auto call(const char* what, F&& body);
+    auto call(const char* what, clock::time_point deadline, F&& body);
     [[nodiscard]] std::string fn(const char* name) const;
 
     connection_options m_options;
     std::string m_conninfo;
     std::unique_ptr<wakeup> m_wakeup;
+    std::unique_ptr<detail::call_watchdog> m_watchdog;
     std::unique_ptr<session> m_session;
     bool m_listen_wanted = false;
     /// Names seen in notifications not consumed yet; "*" = unparsable payload.

@@ -64,7 +64,8 @@ public:
     [[nodiscard]] fence_token token() const { return m_lease.token(); }
 
     /// lease::run_fenced(): lease_lost when not held; a rejection makes
-    /// held() false at once.
+    /// held() false at once; a transaction ended by a takeover after the
+    /// lease ran out is lease_evicted.
     template <typename F>
     auto run_fenced(pqxx::connection_base& conn, F&& fn) {
         return m_lease.run_fenced(conn, std::forward<F>(fn));

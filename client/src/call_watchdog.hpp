@@ -1,0 +1,92 @@
+/// @file call_watchdog.hpp
+/// @brief Internal: ends a database call that runs past its deadline.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace pglease::detail {
+
+/// Watches one blocking call at a time, on a thread of its own (started at
+/// the first arm()). No extra round trip when the call returns in time.
+///
+/// Past the deadline it first sends the server a cancel request (the
+/// statement fails with 57014 and the session stays usable). If the call
+/// is still running @p grace after the cancel request returned (the
+/// backend is stopped, the network dropped the request), it shuts the
+/// socket down, so the call fails as a broken connection at once.
+///
+/// @code
+///   call_watchdog dog{std::chrono::milliseconds{200}};
+///   dog.arm(deadline, conn.sock(), [&conn] { conn.cancel_query(); });
+///   ... blocking call ...
+///   const auto what = dog.disarm();   // what.cancelled, what.severed
+/// @endcode
+class call_watchdog {
+public:
+    using time_point = std::chrono::steady_clock::time_point;
+
+    /// What the watchdog did to the call that was just disarmed.
+    struct outcome {
+        bool cancelled = false; ///< a cancel request was sent
+        bool severed = false;   ///< the socket was shut down
+    };
+
+    explicit call_watchdog(std::chrono::milliseconds grace) noexcept
+        : m_grace{grace} {}
+    call_watchdog(const call_watchdog&) = delete;
+    call_watchdog& operator=(const call_watchdog&) = delete;
+    call_watchdog(call_watchdog&&) = delete;
+    call_watchdog& operator=(call_watchdog&&) = delete;
+    /// Stops and joins the thread.
+    ~call_watchdog();
+
+    /// Watches the call about to start: @p cancel is run (on the watchdog's
+    /// thread) at @p deadline, @p sock shut down @p grace after it returned.
+    /// Both stay valid until disarm() returned.
+    void arm(time_point deadline, int sock, std::function<void()> cancel);
+
+    /// Ends the watch; waits for a cancel request in progress to return, so
+    /// the caller may close the connection afterwards. Thread-safe.
+    outcome disarm() noexcept;
+
+private:
+    void run() noexcept;
+
+    const std::chrono::milliseconds m_grace;
+    std::mutex m_mutex;
+    std::condition_variable m_cv;
+    bool m_stopping = false;
+    bool m_armed = false;
+    bool m_busy = false; ///< the cancel function is running
+    std::uint64_t m_generation = 0;
+    time_point m_deadline{};
+    int m_sock = -1;
+    std::function<void()> m_cancel;
+    outcome m_done;
+    std::thread m_thread;
+};
+
+/// Disarms @p dog when it goes out of scope (exceptions included) and
+/// stores what the watchdog did in @p out, for the catch handlers after it.
+class watch_guard {
+public:
+    watch_guard(call_watchdog& dog, call_watchdog::outcome& out) noexcept
+        : m_dog{dog}
+        , m_out{out} {}
+    watch_guard(const watch_guard&) = delete;
+    watch_guard& operator=(const watch_guard&) = delete;
+    watch_guard(watch_guard&&) = delete;
+    watch_guard& operator=(watch_guard&&) = delete;
+    ~watch_guard() { m_out = m_dog.disarm(); }
+
+private:
+    call_watchdog& m_dog;
+    call_watchdog::outcome& m_out;
+};
+
+} // namespace pglease::detail

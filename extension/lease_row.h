@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_row.h
+ *	  A lease row as the lease functions read, lock and change it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_LEASE_LEASE_ROW_H
+#define PG_LEASE_LEASE_ROW_H
+
+#include "pg_lease.h"
+
+#include "fmgr.h"
+#include "storage/itemptr.h"
+
+typedef struct LeaseRow
+{
+	text	   *holder;			/* NULL when free */
+	int64		epoch;
+	TimestampTz expires_at;
+	NameData	owner_role;
+	int64		ttl_usec;
+	int64		lock_delay_usec;
+	ItemPointerData tid;		/* version locked (LeaseLockForWrite only) */
+} LeaseRow;
+
+/* What lease_acquire and lease_handover return or record about a grant. */
+typedef struct LeaseGrant
+{
+	bool		acquired;
+	int64		epoch;
+	text	   *holder;
+	TimestampTz expires_at;
+} LeaseGrant;
+
+extern void LeaseBegin(FunctionCallInfo fcinfo);
+extern void LeaseEnd(text *name);
+extern void LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected);
+extern bool LeaseReadRow(text *name, LeaseRow *row);
+extern bool LeaseLockForWrite(text *name, LeaseRow *row);
+extern void LeaseLockForChange(text *name, LeaseRow *row);
+extern bool LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch, LeaseRow *row);
+extern bool LeaseTextEqual(text *a, text *b);
+extern bool LeaseValidAt(const LeaseRow *row, TimestampTz now);
+extern void LeaseCheckRole(text *name, const LeaseRow *row);
+extern TimestampTz LeaseExtendLocked(text *name, int64 ttl_usec);
+extern void LeaseFreeLocked(text *name, const LeaseRow *row, const char *event);
+extern int64 LeaseGrantNewEpoch(text *name, const LeaseRow *row, text *holder,
+								int64 ttl_usec, int64 lock_delay_usec,
+								const char *event, TimestampTz *expires_at);
+
+#endif							/* PG_LEASE_LEASE_ROW_H */

@@ -1,0 +1,108 @@
+/// @file test_call_watchdog.cpp
+/// @brief The watchdog that bounds pq_backend's calls, over a socketpair
+/// standing in for the connection: nothing done for a call in time, a
+/// cancel at the deadline, the socket shut down when the cancel does not
+/// bring the reply.
+#include "call_watchdog.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+namespace pglease::test {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+using detail::call_watchdog;
+
+/// A connected socket pair: "client" end 0, "server" end 1.
+struct socket_pair {
+    int fd[2] = {-1, -1};
+    socket_pair() { EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd), 0); }
+    ~socket_pair() {
+        ::close(fd[0]);
+        ::close(fd[1]);
+    }
+    socket_pair(const socket_pair&) = delete;
+    socket_pair& operator=(const socket_pair&) = delete;
+    socket_pair(socket_pair&&) = delete;
+    socket_pair& operator=(socket_pair&&) = delete;
+
+    /// Blocks like libpq waiting for the reply: bytes read (0 at shutdown).
+    ssize_t wait_reply() const {
+        char b = 0;
+        return ::recv(fd[0], &b, 1, 0);
+    }
+};
+
+TEST(call_watchdog, a_call_in_time_is_left_alone) {
+    socket_pair s;
+    call_watchdog dog{100ms};
+    std::atomic<int> cancels{0};
+    dog.arm(steady::now() + 500ms, s.fd[0], [&] { ++cancels; });
+    const char b = 'r';
+    ASSERT_EQ(::send(s.fd[1], &b, 1, 0), 1); // the reply comes at once
+    EXPECT_EQ(s.wait_reply(), 1);
+    const auto done = dog.disarm();
+    std::this_thread::sleep_for(600ms); // past the old deadline
+    EXPECT_FALSE(done.cancelled);
+    EXPECT_FALSE(done.severed);
+    EXPECT_EQ(cancels, 0);
+}
+
+TEST(call_watchdog, past_the_deadline_the_cancel_ends_the_call) {
+    socket_pair s;
+    call_watchdog dog{2s};
+    const auto start = steady::now();
+    // The "server" answers the cancel with an error reply.
+    dog.arm(start + 200ms, s.fd[0], [&] {
+        const char b = 'e';
+        (void)::send(s.fd[1], &b, 1, 0);
+    });
+    EXPECT_EQ(s.wait_reply(), 1);
+    const auto took = steady::now() - start;
+    const auto done = dog.disarm();
+    EXPECT_TRUE(done.cancelled);
+    EXPECT_FALSE(done.severed);
+    EXPECT_GE(took, 200ms);
+    EXPECT_LT(took, 600ms);
+}
+
+TEST(call_watchdog, a_cancel_that_does_not_land_shuts_the_socket_down) {
+    socket_pair s;
+    call_watchdog dog{150ms};
+    std::atomic<int> cancels{0};
+    const auto start = steady::now();
+    dog.arm(start + 200ms, s.fd[0], [&] { ++cancels; }); // nobody answers
+    EXPECT_EQ(s.wait_reply(), 0);                        // EOF: shut down
+    const auto took = steady::now() - start;
+    const auto done = dog.disarm();
+    EXPECT_EQ(cancels, 1);
+    EXPECT_TRUE(done.cancelled);
+    EXPECT_TRUE(done.severed);
+    EXPECT_GE(took, 350ms);
+    EXPECT_LT(took, 900ms);
+}
+
+TEST(call_watchdog, is_reusable_call_after_call) {
+    socket_pair s;
+    call_watchdog dog{100ms};
+    for (int i = 0; i < 3; ++i) {
+        dog.arm(steady::now() + 100ms, s.fd[0], [&] {
+            const char b = 'e';
+            (void)::send(s.fd[1], &b, 1, 0);
+        });
+        EXPECT_EQ(s.wait_reply(), 1);
+        const auto done = dog.disarm();
+        EXPECT_TRUE(done.cancelled) << "call " << i;
+        EXPECT_FALSE(done.severed) << "call " << i;
+    }
+}
+
+} // namespace
+} // namespace pglease::test

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Upgrade from 1.0: the new library works on the old schema until ALTER
+# EXTENSION ... UPDATE (renewals must not stop while an operator upgrades),
+# the update keeps every lease and epoch, and leaves the same objects as a
+# fresh 1.1 install.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../harness/pg_cluster.sh"
+source "$here/lib.sh"
+
+pg_cluster_start upgrade
+q "CREATE DATABASE old" >/dev/null
+q "CREATE DATABASE fresh" >/dev/null
+
+# --- the 1.1 library on a 1.0 schema ---------------------------------------
+export PGDATABASE=old
+q "CREATE EXTENSION pg_lease VERSION '1.0'" >/dev/null
+check "installed at 1.0" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.0
+epoch=$(q "SELECT epoch FROM lease_acquire('up', 'a', '30s')")
+check "1.0 schema: renew works" test "$(q "SELECT lease_renew('up', 'a', $epoch) IS NOT NULL")" = t
+q "CREATE TABLE up_jobs (id int, epoch bigint)" >/dev/null
+q "SELECT lease_fence('up_jobs', 'up')" >/dev/null
+check "1.0 schema: a fenced write passes" \
+	q "BEGIN; SELECT lease_use('up', $epoch); INSERT INTO up_jobs VALUES (1); COMMIT;"
+check "1.0 schema: release works" test "$(q "SELECT lease_release('up', 'a', $epoch)")" = t
+epoch=$(q "SELECT epoch FROM lease_acquire('up', 'b', '30s')")
+events=$(q "SELECT count(*) FROM lease_events")
+
+# --- the update --------------------------------------------------------------
+q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
+check "updated to 1.1" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.1
+check "the lease and its epoch survive the update" \
+	test "$(q "SELECT holder || ' ' || epoch || ' ' || lock_delay FROM lease_status WHERE name = 'up' AND valid")" = "b $epoch 00:00:00"
+check "the history survives the update" test "$(q "SELECT count(*) FROM lease_events")" = "$events"
+check "the holder renews across the update" test "$(q "SELECT lease_renew('up', 'b', $epoch) IS NOT NULL")" = t
+check "1.1 functions work after the update" \
+	test "$(q "SELECT lease_handover('up', 'b', $epoch, 'c') > $epoch")" = t
+check "the fence still guards the table" \
+	grep -q LS001 <<<"$(psql -X -q -v VERBOSITY=verbose -c "BEGIN; SELECT lease_use('up', $epoch); INSERT INTO up_jobs VALUES (2); COMMIT;" 2>&1 || true)"
+
+# --- same objects as a fresh install ----------------------------------------
+PGDATABASE=fresh q "CREATE EXTENSION pg_lease" >/dev/null
+describe()
+{
+	PGDATABASE=$1 psql -X -q -A -t -v ON_ERROR_STOP=1 <<'SQL'
+SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+       || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+       || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '')
+       || coalesce(' -- ' || col_description(c.oid, a.attnum), '')
+  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+  LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+ WHERE c.relnamespace = 'public'::regnamespace AND c.relname IN ('leases', 'lease_events', 'lease_status')
+UNION ALL
+SELECT 'constraint ' || conrelid::regclass || ' ' || pg_get_constraintdef(oid)
+  FROM pg_constraint WHERE conrelid IN ('leases'::regclass, 'lease_events'::regclass)
+UNION ALL
+SELECT 'view ' || pg_get_viewdef('lease_status'::regclass) || ' -- ' || obj_description('lease_status'::regclass, 'pg_class')
+UNION ALL
+SELECT 'table ' || c.relname || ' -- ' || coalesce(obj_description(c.oid, 'pg_class'), '') || ' ' || coalesce(c.relacl::text, '')
+  FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'v', 'S')
+   AND c.relname LIKE 'lease%'
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure || ' ' || p.prosecdef || ' ' || coalesce(p.proconfig::text, '')
+       || ' ' || coalesce(p.proacl::text, '') || ' ' || md5(p.prosrc) || ' -- ' || coalesce(obj_description(p.oid, 'pg_proc'), '')
+  FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+ORDER BY 1;
+SQL
+}
+describe old >"$PG_CLUSTER_ROOT/old.txt"
+describe fresh >"$PG_CLUSTER_ROOT/fresh.txt"
+check "1.0 + update describes the same objects as a fresh 1.1 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
+	diff "$PG_CLUSTER_ROOT/old.txt" "$PG_CLUSTER_ROOT/fresh.txt"
+
+finish
