@@ -148,6 +148,7 @@ int phase::spawn_worker(const std::string& lease, bool storm) {
                                   "--renew-deadline=" + std::to_string(m_s.renew_deadline_ms),
                                   "--retry=" + std::to_string(m_s.retry_ms),
                                   "--duration=3600000",
+                                  "--workload=mixed",
                                   std::string{"--listen="} + (m_listen ? "1" : "0"),
                                   std::string{"--storm="} + (storm ? "1" : "0"),
                                   "--seed=" + std::to_string(m_rng())};

@@ -131,6 +131,8 @@ worker_settings parse_worker_args(int argc, char** argv) {
             s.listen = v == "1";
         else if (k == "storm")
             s.storm = v == "1";
+        else if (k == "workload" && (v == "insert" || v == "mixed"))
+            s.workload = v;
         else if (k == "seed")
             s.seed = static_cast<unsigned>(std::stoul(v));
         else

@@ -23,6 +23,11 @@ struct worker_settings {
     int duration_ms = 60000; ///< the worker exits by itself after this
     bool listen = true;      ///< false through a transaction pooler
     bool storm = false;      ///< random resign / campaign again
+    /// "insert": one fenced INSERT into fw_<lease> (lease, worker, seq,
+    /// epoch, slow) per transaction, for harnesses with that table only
+    /// (tests/ha); "mixed": the suite's workload (workload.hpp), which also
+    /// needs fw_<lease>.ops, fs_<lease> and fc_<lease>.
+    std::string workload = "insert";
     unsigned seed = 1;
 };
 

@@ -44,16 +44,20 @@ struct txn_plan {
     }
 };
 
-txn_plan draw(std::mt19937& rng, hook hk) {
+txn_plan draw(std::mt19937& rng, hook hk, bool mixed) {
     std::uniform_int_distribution<int> pct{0, 99};
     txn_plan p;
+    p.hk = hk;
+    if (!mixed) {
+        p.slow = pct(rng) < 25;
+        return p;
+    }
     p.savepoint = pct(rng) < 25;
     p.update = pct(rng) < 30;
     p.copy = pct(rng) < 20;
     p.del = pct(rng) < 10;
-    p.truncate = pct(rng) < 4;
+    p.truncate = pct(rng) < 2;
     p.slow = pct(rng) < 25;
-    p.hk = hk;
     return p;
 }
 
@@ -71,10 +75,16 @@ void run_statements(pqxx::work& tx, const worker_settings& s, const txn_plan& p,
                        s.lease, s.label, seq, e);
         tx.exec("ROLLBACK TO SAVEPOINT fault_sp");
     }
-    tx.exec_params("INSERT INTO " + fw +
-                       " (lease, worker, seq, epoch, ops, slow) "
-                       "VALUES ($1, $2, $3, $4, $5, $6)",
-                   s.lease, s.label, seq, e, p.ops(), p.slow);
+    if (s.workload == "mixed")
+        tx.exec_params("INSERT INTO " + fw +
+                           " (lease, worker, seq, epoch, ops, slow) "
+                           "VALUES ($1, $2, $3, $4, $5, $6)",
+                       s.lease, s.label, seq, e, p.ops(), p.slow);
+    else
+        tx.exec_params("INSERT INTO " + fw +
+                           " (lease, worker, seq, epoch, slow) "
+                           "VALUES ($1, $2, $3, $4, $5)",
+                       s.lease, s.label, seq, e, p.slow);
     if (p.update) {
         const auto r = tx.exec_params(
             "UPDATE " + fc + " SET n = n + 1, epoch = $2 WHERE worker = $1", s.label, e);
@@ -84,7 +94,8 @@ void run_statements(pqxx::work& tx, const worker_settings& s, const txn_plan& p,
                            s.lease, s.label, e);
     }
     if (p.del)
-        tx.exec_params("DELETE FROM " + fs + " WHERE worker = $1", s.label);
+        tx.exec_params("DELETE FROM " + fs + " WHERE worker = $1 AND seq <= $2", s.label,
+                       seq - 20); // the rows of recent transactions stay, for I3
     if (p.truncate)
         tx.exec("TRUNCATE " + fs);
     if (p.copy) {
@@ -153,7 +164,7 @@ void writer_loop(const worker_settings& s, history_file& h, worker_state& st, st
         }
         ++seq;
         const auto hk = static_cast<hook>(st.pending.exchange(0));
-        const txn_plan plan = draw(rng, hk);
+        const txn_plan plan = draw(rng, hk, s.workload == "mixed");
         std::string identity;
         {
             const std::lock_guard lock{st.mutex};

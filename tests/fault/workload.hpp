@@ -7,7 +7,9 @@
 /// UPDATE of the worker's counter (fc_<lease>), COPY of scratch rows, a
 /// DELETE, a TRUNCATE (fs_<lease>), an INSERT inside a savepoint that is
 /// rolled back (before the first other fenced write, so the fence's lock
-/// has to be taken again after ROLLBACK TO), and a short sleep.
+/// has to be taken again after ROLLBACK TO), and a short sleep. With
+/// `--workload=insert` (the default, for harnesses such as tests/ha that
+/// create fw_<lease> only) each transaction is the INSERT and the sleep.
 #pragma once
 
 #include "common.hpp"
