@@ -139,7 +139,8 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
                          if (offset != 0)
                              inject_clock(ph, offset, -offset);
                      }};
-            d.floors = floors({}, 10, 200, 1);
+            // Random kinds: floors on the work, scaled with the phase's length.
+            d.floors = floors({}, p.mixed_s / 10, 5L * p.mixed_s, p.mixed_s >= 120 ? 1 : 0);
             return run_single(s, rng, d);
         });
 
