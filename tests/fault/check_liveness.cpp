@@ -62,7 +62,8 @@ void episode(check_context& c, const std::string& lease, const term& before, std
              std::int64_t to, bool open) {
     std::int64_t start = from;
     std::int64_t allow = 0;
-    std::string why = "the end of " + before.identity + "'s grant";
+    std::string why = before.identity.empty() ? std::string{"the first acquire"}
+                                              : "the end of " + before.identity + "'s grant";
     for (const auto& f : c.faults) {
         if (f.t > to || (!f.lease.empty() && f.lease != lease))
             continue;
@@ -134,7 +135,22 @@ void recovery(check_context& c) {
 } // namespace
 
 void check_liveness(check_context& c) {
-    for (const auto& [lease, terms] : terms_per_lease(c)) {
+    // The phase's start counts as the end of a grant held by nobody: from
+    // the first acquire sent for a lease to its first grant is an episode.
+    std::map<std::string, std::int64_t> first_try;
+    for (const auto& r : c.b.history)
+        if (op_of(r) == "acq" && r.contains("t0")) {
+            const std::string lease = r.value("L", "");
+            const std::int64_t t0 = r["t0"];
+            if (!first_try.count(lease) || t0 < first_try[lease])
+                first_try[lease] = t0;
+        }
+    auto per_lease = terms_per_lease(c);
+    for (const auto& [lease, t0] : first_try) {
+        auto& terms = per_lease[lease];
+        terms.insert(terms.begin(), term{"", 0, t0, t0});
+    }
+    for (const auto& [lease, terms] : per_lease) {
         std::int64_t covered = terms.front().ends;
         const term* holder = &terms.front();
         for (std::size_t i = 1; i < terms.size(); ++i) {

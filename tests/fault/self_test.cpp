@@ -8,6 +8,7 @@
 
 #include "checker.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <set>
@@ -227,6 +228,18 @@ std::vector<test_case> cases() {
          [](builder& h) { h.held("p0.0", 1, 3100, 4300); }},
         {"no leader beyond the liveness bound while a candidate waited", "liveness",
          [](builder&) {}, 8000},
+        {"a lease never granted while candidates campaigned", "liveness",
+         [](builder& h) {
+             auto& hs = h.b.history;
+             hs.erase(std::remove_if(hs.begin(), hs.end(),
+                                     [](const json& r) {
+                                         const std::string op = r.value("op", "");
+                                         return op == "renew" ||
+                                                (op == "acq" && r.value("r", "") == "ok");
+                                     }),
+                      hs.end());
+             h.b.floors.grants = 0;
+         }},
         {"a renew revived an expired lease", "I5", [](builder& h) { h.renew("p0.0", 1, 7000); }},
         {"a leader's long fenced transaction was ended", "I6",
          [](builder& h) {
