@@ -1,72 +1,68 @@
 /// @file checker.hpp
-/// @brief Reads the database and the workers' histories of one phase and
-/// checks I1..I4 (SPEC section 1) and liveness.
+/// @brief Checks one phase's recorded history (bundle.hpp) against the
+/// invariants and the phase's floors.
+///
+/// Invariant names (the `invariant` of a violation, the keys of the
+/// report's `violations`):
+///  - I1: no epoch is granted twice (per lease and epoch, to whoever:
+///    another identity, or the same one after its grant had ended), and
+///    grants of a lease carry increasing epochs, in commit and in real time;
+///  - I2: no fenced write commits when its epoch is not the grant of record;
+///  - I3: acknowledged writes are present; refused, failed and rolled-back
+///    work is absent, and a transaction's statements are all or nothing;
+///  - I4: no two processes observe held() at one instant (what the client
+///    library told them, not a model);
+///  - I5: a renew never revives an expired lease;
+///  - I6: a leader's long fenced transaction keeps its lease and commits, and
+///    one stopped inside until its lease was taken over never commits;
+///  - liveness: no lease is without a leader, while a candidate campaigns,
+///    for longer than ttl + retry x jitter + takeover + margin, measured from
+///    the old grant's expiry (or from the end of a fault that took the
+///    server away);
+///  - floor: the phase did less than its minimum work (floors.hpp).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include "bundle.hpp"
 
-#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace fault {
 
-/// One injected fault, as the nemesis recorded it.
-struct fault_record {
-    std::string kind;   ///< row of the table, e.g. "pause", "kill"
-    std::string lease;  ///< lease whose leader was hit; empty: all leases
-    std::int64_t t = 0; ///< CLOCK_MONOTONIC ns when the fault began
-    std::string detail;
-};
-
-/// Per fault kind; the phase's observations are attributed to the fault
-/// that was injected last before them (on the same lease).
+/// Per fault kind; observations are attributed to the fault injected last
+/// before them (on the same lease), or to "baseline".
 struct kind_stats {
-    int injections = 0;
-    long stale_refused = 0;   ///< writes the fence refused (LS001/LS002)
-    long stale_accepted = 0;  ///< I2 violations
-    long acked_lost = 0;      ///< I3: acknowledged, absent at the end
-    long refused_present = 0; ///< I3: refused or failed, present at the end
-    long reissued = 0;        ///< I1 violations
-    long overlaps = 0;        ///< I4: belief (reply .. local deadline) overlaps
-    long overlaps_send = 0;   ///< I4 with beliefs from the request's send time
-    long unknown = 0;         ///< writes with unknown outcome
-    long no_recovery = 0;     ///< no leader within the liveness window
-    std::vector<double> recovery_ms;
-    std::map<std::string, int> notes; ///< free-form counters (e.g. terminate states)
+    int planned = 0;
+    int effective = 0;
+    long grants = 0;            ///< epochs granted (first acknowledged acquire)
+    long acked = 0;             ///< fenced transactions acknowledged
+    long refused = 0;           ///< fenced writes the fence refused (LS001/LS002)
+    long unknown = 0;           ///< commit outcome unknown
+    long acked_lost = 0;        ///< counted also where allowed (async failover)
+    long callback_overlaps = 0; ///< started..stop-token intervals overlapping (not I4)
+    long allowed_overlaps = 0;  ///< I4 overlaps where allowed (clock steps, async failover)
+    double longest_leaderless_ms = 0;
+    std::vector<double> recovery_ms;        ///< injection to next successful acquire/renew
+    std::map<std::string, long> violations; ///< per invariant
+    std::map<std::string, int> notes;       ///< injection details
 };
 
-/// What a phase allows.
-struct phase_expectations {
-    bool lost_acks_allowed = false; ///< async failover: acknowledged writes may be lost
-    bool overlaps_allowed = false;  ///< server clock stepped: I4 not assumed
-};
-
-/// What the checker reads from the database of one phase.
-struct db_event {
-    std::int64_t id = 0, epoch = 0, ord = 0;
-    std::string event, lease, holder;
-};
-struct db_write {
-    std::string lease, worker;
-    std::int64_t seq = 0, epoch = 0, ord = 0;
+struct violation {
+    std::string invariant;
+    std::string text; ///< with the history of the lease around it
 };
 
 struct phase_report {
     std::map<std::string, kind_stats> kinds;
-    std::vector<std::string> violations; ///< each with the minimal history around it
+    std::vector<violation> violations;  ///< the first few, with their stories
+    std::map<std::string, long> counts; ///< every violation, per invariant
 };
 
-/// Reads lease_events (+ grant_order) and every fw_<lease> table (+
-/// commit_order) from @p conninfo.
-void read_database(const std::string& conninfo, const std::vector<std::string>& leases,
-                   std::vector<db_event>& events, std::vector<db_write>& writes);
+/// Checks the invariants and the floors of @p b.
+phase_report check_bundle(const phase_bundle& b);
 
-/// Checks one phase.
-phase_report check_phase(const std::string& phase, const std::vector<nlohmann::json>& history,
-                         const std::vector<db_event>& events, const std::vector<db_write>& writes,
-                         const std::vector<fault_record>& faults, int ttl_ms, int retry_ms,
-                         const phase_expectations& expect);
+/// The liveness bound of @p b in ns (ttl + retry x 1.2 + takeover + margin).
+std::int64_t liveness_bound_ns(const phase_bundle& b);
 
 } // namespace fault

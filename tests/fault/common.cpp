@@ -28,6 +28,12 @@ std::int64_t mono_ns() noexcept {
     return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+std::int64_t wall_ns() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 void sleep_ms(std::int64_t ms) noexcept {
     if (ms <= 0)
         return;

@@ -17,6 +17,9 @@ namespace fault {
 /// libfaketime when FAKETIME_DONT_FAKE_MONOTONIC=1.
 std::int64_t mono_ns() noexcept;
 
+/// CLOCK_REALTIME in nanoseconds (wall-clock stamps of observed beliefs).
+std::int64_t wall_ns() noexcept;
+
 /// Sleeps @p ms milliseconds (restarting on EINTR), bounded by the caller.
 void sleep_ms(std::int64_t ms) noexcept;
 

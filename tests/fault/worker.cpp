@@ -1,24 +1,21 @@
 /// @file worker.cpp
-/// @brief The worker process. The elector runs on a recording backend (a
-/// decorator over pq_backend) so every acquire/renew/release is recorded
-/// with its send and reply times; the writer writes with the last epoch it
-/// was granted until the server refuses it (a leader that keeps believing,
-/// Kleppmann's paused process): only the fence stands between it and the
-/// data, which is what the suite tests.
+/// @brief The worker process: generations of an elector campaigning over a
+/// recording backend, a sampler recording what the library tells the
+/// process (held() transitions, the callbacks), and the writer
+/// (workload.cpp). The orchestrator's signals ask for a hook in the next
+/// transaction (worker.hpp).
 #include "worker.hpp"
 
 #include "common.hpp"
+#include "recording_backend.hpp"
+#include "workload.hpp"
 
 #include <pglease/pglease.hpp>
-#include <pqxx/pqxx>
 
 #include <signal.h>
 
 #include <atomic>
-#include <cstring>
-#include <iostream>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <thread>
 
@@ -26,197 +23,78 @@ namespace fault {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<int> g_hook{0};
 
 void on_term(int /*sig*/) {
     g_stop.store(true);
 }
 
-using nlohmann::json;
-
-/// pq_backend, recording each lease call: send time t0, reply time t,
-/// result r (ok / no / fail) and the epoch.
-class recording_backend final : public pglease::backend {
-public:
-    recording_backend(pglease::connection_options opts, history_file& h)
-        : m_inner{std::move(opts)}
-        , m_h{h} {}
-
-private:
-    static json entry(const char* op, const std::string& name, const std::string& holder) {
-        return json{{"op", op}, {"w", holder}, {"L", name}};
-    }
-
-    /// Runs @p call between send time t0 and reply time t, and records the
-    /// outcome: @p outcome fills in the reply's fields, a failure records
-    /// r = "fail" and the error, then rethrows.
-    template <typename Call, typename Outcome>
-    auto recorded(json e, Call&& call, Outcome&& outcome) {
-        e["t0"] = mono_ns();
-        try {
-            auto result = call();
-            e["t"] = mono_ns();
-            outcome(e, result);
-            m_h.append(e);
-            return result;
-        } catch (const std::exception& ex) {
-            e["t"] = mono_ns();
-            e["r"] = "fail";
-            e["x"] = ex.what();
-            m_h.append(e);
-            throw;
-        }
-    }
-
-public:
-    pglease::acquire_reply acquire(const std::string& name, const std::string& holder,
-                                   std::chrono::milliseconds ttl,
-                                   pglease::clock::time_point deadline) override {
-        return recorded(
-            entry("acq", name, holder),
-            [&] { return m_inner.acquire(name, holder, ttl, deadline); },
-            [](json& e, const pglease::acquire_reply& reply) {
-                e["r"] = reply.acquired ? "ok" : "no";
-                e["e"] = reply.epoch;
-                e["h"] = reply.holder;
-            });
-    }
-
-    std::optional<std::chrono::microseconds> renew(const std::string& name,
-                                                   const std::string& holder, std::int64_t epoch,
-                                                   std::chrono::milliseconds ttl,
-                                                   pglease::clock::time_point deadline) override {
-        json e = entry("renew", name, holder);
-        e["e"] = epoch;
-        return recorded(
-            std::move(e), [&] { return m_inner.renew(name, holder, epoch, ttl, deadline); },
-            [](json& out, const std::optional<std::chrono::microseconds>& left) {
-                out["r"] = left ? "ok" : "no";
-            });
-    }
-
-    bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override {
-        json e = entry("rel", name, holder);
-        e["e"] = epoch;
-        // Recorded before sending: the lease stopped believing already, and a
-        // SIGKILL after the server freed it must not leave the belief open.
-        json invoked = e;
-        invoked["ph"] = "inv";
-        invoked["t"] = mono_ns();
-        m_h.append(invoked);
-        return recorded(
-            std::move(e), [&] { return m_inner.release(name, holder, epoch); },
-            [](json& out, bool freed) { out["r"] = freed ? "ok" : "no"; });
-    }
-
-    bool revoke(const std::string& name) override { return m_inner.revoke(name); }
-    std::optional<pglease::lease_record> status(const std::string& name) override {
-        return m_inner.status(name);
-    }
-    bool listen() override { return m_inner.listen(); }
-    bool wait_for_change(const std::string& name,
-                         pglease::clock::time_point until) noexcept override {
-        return m_inner.wait_for_change(name, until);
-    }
-    void interrupt() noexcept override { m_inner.interrupt(); }
-
-private:
-    pglease::pq_backend m_inner;
-    history_file& m_h;
-};
-
-/// The elector of the current generation, for report_lost from the writer.
-struct shared_state {
-    std::mutex mutex;
-    pglease::elector* elector = nullptr;
-    std::atomic<std::int64_t> epoch{0}; ///< the epoch the writer writes with
-    std::string identity;
-};
-
-std::string with_app_name(const std::string& conninfo, const std::string& app) {
-    return conninfo + " application_name=" + app;
+void on_hook(int sig) {
+    g_hook.store(sig - SIGRTMIN + 1);
 }
 
-void writer_loop(const worker_settings& s, history_file& h, shared_state& st, std::int64_t end) {
-    std::mt19937 rng{s.seed ^ 0x9e3779b9U};
-    std::unique_ptr<pqxx::connection> conn;
-    std::int64_t seq = 0;
-    const std::string table = "fw_" + s.lease;
-    while (!g_stop.load() && mono_ns() < end) {
-        const std::int64_t e = st.epoch.load();
-        if (e == 0) {
-            sleep_ms(5);
-            continue;
+/// Samples elector::leading() every 2 ms and records transitions (held
+/// v=true with the time read after the first true sample; v=false with
+/// tl = the time read before the last true sample) and a heartbeat every
+/// 50 ms while true (the time read before a true sample), so every
+/// recorded interval is one in which the process believed it led. Also
+/// forwards hooks to the writer and stops the process when the writer
+/// asks (stall_busy).
+void sampler(const worker_settings& s, history_file& h, worker_state& st) {
+    bool was = false;
+    std::int64_t last_true = 0, last_beat = 0, epoch = 0;
+    std::string identity;
+    while (!st.stop.load()) {
+        if (const int hk = g_hook.exchange(0))
+            st.pending.store(hk);
+        if (const auto at = st.stop_at.load(); at != 0 && mono_ns() >= at) {
+            st.stop_at.store(0);
+            raise(SIGSTOP);
         }
-        if (!conn) {
-            try {
-                conn = std::make_unique<pqxx::connection>(
-                    with_app_name(s.conninfo, s.label + "-write"));
-            } catch (const std::exception&) {
-                conn.reset();
-                sleep_ms(50);
-                continue;
-            }
-        }
-        ++seq;
-        const bool slow = rng() % 4 == 0;
-        h.append({{"op", "write"},
-                  {"ph", "inv"},
-                  {"t", mono_ns()},
-                  {"w", s.label},
-                  {"L", s.lease},
-                  {"e", e},
-                  {"s", seq}});
-        const auto t0 = mono_ns();
-        json done{{"op", "write"}, {"t0", t0}, {"w", s.label},
-                  {"L", s.lease},  {"e", e},   {"s", seq}};
-        bool drop = false;
-        try {
-            pglease::run_fenced(*conn, pglease::fence_token{s.lease, e, {}}, [&](pqxx::work& tx) {
-                tx.exec_params("INSERT INTO " + table +
-                                   " (lease, worker, seq, epoch, slow) VALUES ($1, $2, $3, $4, $5)",
-                               s.lease, s.label, seq, e, slow);
-                if (slow)
-                    tx.exec("SELECT pg_sleep(0.02)");
-            });
-            done["r"] = "ok";
-        } catch (const pglease::fence_rejected& ex) {
-            done["r"] = "ref";
-            done["x"] = ex.sqlstate();
-            done["t"] = mono_ns();
-            h.append(done);
-            std::int64_t expected = e;
-            st.epoch.compare_exchange_strong(expected, 0);
-            {
-                const std::lock_guard lock{st.mutex};
-                if (st.elector && st.elector->epoch() == e) {
-                    st.elector->report_lost(e);
-                    h.append({{"op", "lost"},
-                              {"t", mono_ns()},
-                              {"w", st.identity},
-                              {"L", s.lease},
-                              {"e", e}});
+        const std::int64_t before = mono_ns();
+        bool now = false;
+        {
+            const std::lock_guard lock{st.mutex};
+            if (st.elector) {
+                now = st.elector->leading();
+                if (now) {
+                    epoch = st.elector->epoch();
+                    identity = st.identity;
                 }
             }
-            sleep_ms(s.write_interval_ms);
-            continue;
-        } catch (const pglease::commit_unknown& ex) {
-            done["r"] = "unk";
-            done["x"] = ex.what();
-            drop = true;
-        } catch (const pglease::connection_lost& ex) {
-            done["r"] = "fail";
-            done["x"] = ex.what();
-            drop = true;
-        } catch (const std::exception& ex) {
-            done["r"] = "fail";
-            done["x"] = ex.what();
-            drop = !conn->is_open();
         }
-        done["t"] = mono_ns();
-        h.append(done);
-        if (drop)
-            conn.reset();
-        sleep_ms(s.write_interval_ms);
+        const std::int64_t after = mono_ns();
+        if (now && !was) {
+            h.append({{"op", "held"},
+                      {"v", true},
+                      {"t", after},
+                      {"wt", wall_ns()},
+                      {"w", identity},
+                      {"L", s.lease},
+                      {"e", epoch}});
+            last_beat = after;
+        } else if (now && before - last_beat >= 50000000) {
+            h.append({{"op", "held"},
+                      {"v", true},
+                      {"t", before},
+                      {"w", identity},
+                      {"L", s.lease},
+                      {"e", epoch}});
+            last_beat = before;
+        } else if (!now && was) {
+            h.append({{"op", "held"},
+                      {"v", false},
+                      {"t", after},
+                      {"tl", last_true},
+                      {"wt", wall_ns()},
+                      {"w", identity},
+                      {"L", s.lease},
+                      {"e", epoch}});
+        }
+        if (now)
+            last_true = before;
+        was = now;
+        sleep_ms(2);
     }
 }
 
@@ -253,6 +131,8 @@ worker_settings parse_worker_args(int argc, char** argv) {
             s.listen = v == "1";
         else if (k == "storm")
             s.storm = v == "1";
+        else if (k == "workload" && (v == "insert" || v == "mixed"))
+            s.workload = v;
         else if (k == "seed")
             s.seed = static_cast<unsigned>(std::stoul(v));
         else
@@ -266,12 +146,17 @@ int run_worker(const worker_settings& s) {
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
+    struct sigaction hk {};
+    hk.sa_handler = on_hook;
+    for (int i = 0; i < 3; ++i)
+        sigaction(SIGRTMIN + i, &hk, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
     history_file h{s.history};
-    shared_state st;
+    worker_state st;
     const std::int64_t end = mono_ns() + static_cast<std::int64_t>(s.duration_ms) * 1000000;
     std::thread writer{[&] { writer_loop(s, h, st, end); }};
+    std::thread watch{[&] { sampler(s, h, st); }};
     std::mt19937 rng{s.seed};
 
     for (int gen = 0; !g_stop.load() && mono_ns() < end; ++gen) {
@@ -286,16 +171,29 @@ int run_worker(const worker_settings& s) {
         cfg.connection.call_timeout = std::chrono::milliseconds{s.retry_ms};
         cfg.connection.listen = s.listen;
         const std::string identity = cfg.identity;
-        cfg.callbacks.on_started_leading = [&h, &st, &s,
-                                            identity](std::int64_t epoch,
-                                                      const pglease::stop_token& stop) {
-            h.append(
-                {{"op", "start"}, {"t", mono_ns()}, {"w", identity}, {"L", s.lease}, {"e", epoch}});
-            st.epoch.store(epoch);
-            stop.wait();
-        };
+        cfg.callbacks.on_started_leading =
+            [&h, &st, &s, identity](std::int64_t epoch, const pglease::stop_token& stop) {
+                h.append({{"op", "start"},
+                          {"t", mono_ns()},
+                          {"wt", wall_ns()},
+                          {"w", identity},
+                          {"L", s.lease},
+                          {"e", epoch}});
+                st.epoch.store(epoch);
+                stop.wait();
+                h.append({{"op", "unlead"},
+                          {"t", mono_ns()},
+                          {"wt", wall_ns()},
+                          {"w", identity},
+                          {"L", s.lease},
+                          {"e", epoch}});
+            };
         cfg.callbacks.on_stopped_leading = [&h, &s, identity] {
-            h.append({{"op", "stop"}, {"t", mono_ns()}, {"w", identity}, {"L", s.lease}});
+            h.append({{"op", "stop"},
+                      {"t", mono_ns()},
+                      {"wt", wall_ns()},
+                      {"w", identity},
+                      {"L", s.lease}});
         };
         auto db = std::make_unique<recording_backend>(cfg.connection, h);
         pglease::elector el{cfg, std::move(db)};
@@ -324,8 +222,9 @@ int run_worker(const worker_settings& s) {
             sleep_ms(pause(rng));
         }
     }
-    g_stop.store(true);
+    st.stop.store(true);
     writer.join();
+    watch.join();
     return 0;
 }
 

@@ -4,6 +4,8 @@
 /// operation with CLOCK_MONOTONIC times.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 
 namespace fault {
@@ -21,8 +23,27 @@ struct worker_settings {
     int duration_ms = 60000; ///< the worker exits by itself after this
     bool listen = true;      ///< false through a transaction pooler
     bool storm = false;      ///< random resign / campaign again
+    /// "insert": one fenced INSERT into fw_<lease> (lease, worker, seq,
+    /// epoch, slow) per transaction, for harnesses with that table only
+    /// (tests/ha); "mixed": the suite's workload (workload.hpp), which also
+    /// needs fw_<lease>.ops, fs_<lease> and fc_<lease>.
+    std::string workload = "insert";
     unsigned seed = 1;
 };
+
+/// Signals the orchestrator sends a worker to run a hook in its next
+/// fenced transaction, after its fenced writes: stop the whole process
+/// there (idle in transaction), stop it while the transaction's backend
+/// runs a long statement, or run a transaction of 2.5 x ttl.
+inline int stall_idle_signal() {
+    return SIGRTMIN;
+}
+inline int stall_busy_signal() {
+    return SIGRTMIN + 1;
+}
+inline int long_txn_signal() {
+    return SIGRTMIN + 2;
+}
 
 /// Parses "--key=value" arguments (argv after "worker").
 worker_settings parse_worker_args(int argc, char** argv);

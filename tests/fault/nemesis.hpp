@@ -1,0 +1,44 @@
+/// @file nemesis.hpp
+/// @brief The nemesis: one function per fault kind. Each injects for real,
+/// verifies that the fault bit (the process it paused led, the server did
+/// restart, the server's clock did move, the promoted standby did miss
+/// acknowledged grants and writes, ...) and records it only then. Each
+/// returns whether the injection was effective; the caller retries one
+/// that found no target. A kind switched off with --disable-nemesis does
+/// nothing and returns false.
+#pragma once
+
+#include "phase.hpp"
+
+#include <string>
+
+namespace fault {
+
+/// SIGSTOP the leader for @p mult x ttl, then SIGCONT ("pause").
+bool inject_pause(phase& ph, const std::string& lease, double mult);
+/// SIGKILL the leader; a fresh worker replaces it (kind @p kind).
+bool inject_kill(phase& ph, const std::string& lease, bool storm, const std::string& kind);
+/// pg_terminate_backend of the leader's elector session mid-renew ("renew")
+/// or of its write session "mid-write" / "at-commit".
+bool inject_terminate(phase& ph, const std::string& lease, const std::string& aim);
+/// pg_ctl stop -m immediate, then start ("crash").
+bool inject_crash(phase& ph);
+/// Steps the server's wall clock by @p step s (libfaketime), the workers'
+/// by -step; verified against the server's clock_timestamp().
+bool inject_clock(phase& ph, int& server_offset, int step);
+/// Stops the leader inside an open fenced transaction for @p mult x ttl:
+/// "idle" (idle in transaction after its fenced writes) or "busy" (its
+/// backend running a statement) ("pause-in-txn").
+bool inject_pause_in_txn(phase& ph, const std::string& lease, const std::string& mode, double mult);
+/// Has the leader run a fenced transaction of 2.5 x ttl ("long-txn").
+bool inject_long_txn(phase& ph, const std::string& lease);
+/// Kills the primary and promotes the standby. Asynchronous: the
+/// standby's WAL receiver is stopped first, the leader is killed so a new
+/// grant and acknowledged writes happen on the old primary only, and the
+/// injection counts only if the promoted standby verifiably lacks them.
+bool inject_failover(phase& ph, bool sync);
+/// Waits until the standby streams (and for @p sync is synchronous) and
+/// has flushed everything.
+void wait_replication(phase& ph, bool sync);
+
+} // namespace fault

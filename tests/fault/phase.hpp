@@ -1,0 +1,112 @@
+/// @file phase.hpp
+/// @brief One phase of the suite: its clusters, its worker processes, the
+/// faults the nemesis recorded, and at the end its recorded history
+/// (bundle.hpp), read from the database and the workers' files.
+#pragma once
+
+#include "bundle.hpp"
+#include "cluster.hpp"
+#include "options.hpp"
+
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fault {
+
+/// The process leading a lease, as the database says now.
+struct leader_info {
+    std::string label;    ///< worker label, e.g. "p3"
+    std::string identity; ///< its elector identity, e.g. "p3.0"
+    int pid = 0;
+    std::int64_t epoch = 0;
+};
+
+class phase {
+public:
+    phase(const settings& s, std::string name, std::mt19937& rng);
+    ~phase();
+    phase(const phase&) = delete;
+    phase& operator=(const phase&) = delete;
+    phase(phase&&) = delete;
+    phase& operator=(phase&&) = delete;
+
+    /// initdb + start the primary, create the extension and the schema.
+    void start_primary(const std::vector<std::string>& leases, bool faketime,
+                       const std::vector<std::string>& extra = {});
+    /// A streaming standby of the primary.
+    cluster& add_standby(const std::vector<std::string>& extra);
+    void set_worker_conninfo(std::string c) { m_conninfo = std::move(c); }
+    void set_worker_env(std::vector<std::string> env) { m_env = std::move(env); }
+    /// Workers connect through pgbouncer (transaction pooling, no LISTEN).
+    void use_pool();
+
+    int spawn_worker(const std::string& lease, bool storm);
+    /// Replaces the (killed) process @p pid by a fresh worker on its lease.
+    void replace(int pid, bool storm);
+
+    /// The live process whose identity holds a valid grant of @p lease.
+    std::optional<leader_info> leader(const std::string& lease);
+    /// Waits up to @p timeout_ms for one.
+    std::optional<leader_info> wait_leader(const std::string& lease, int timeout_ms);
+
+    /// Records an effective injection.
+    void record(fault_record f) { m_faults.push_back(std::move(f)); }
+    /// Whether the nemesis of @p kind was switched off (--disable-nemesis).
+    [[nodiscard]] bool disabled(const std::string& kind) const {
+        return m_s.disabled.count(kind) != 0;
+    }
+
+    template <typename T>
+    const T& pick(const std::vector<T>& v) {
+        std::uniform_int_distribution<std::size_t> d{0, v.size() - 1};
+        return v[d(m_rng)];
+    }
+    int uniform(int lo, int hi) { return std::uniform_int_distribution<int>{lo, hi}(m_rng); }
+
+    /// Stops the workers, reads the database and the histories, saves the
+    /// bundle as <root>/<phase>.history.json and returns it.
+    phase_bundle finish(const phase_expectations& expect, const phase_floors& floors,
+                        const std::map<std::string, int>& planned);
+
+    std::vector<std::unique_ptr<cluster>>& nodes() { return m_nodes; }
+    cluster& primary() { return *m_nodes[static_cast<std::size_t>(m_primary)]; }
+    void set_primary(int i) { m_primary = i; }
+    [[nodiscard]] int primary_index() const { return m_primary; }
+    [[nodiscard]] const std::string& dir() const { return m_dir; }
+    [[nodiscard]] const std::string& name() const { return m_name; }
+    [[nodiscard]] const std::vector<std::string>& leases() const { return m_leases; }
+
+    const settings& m_s;
+
+private:
+    void setup_schema();
+    struct proc {
+        std::string label, lease, history;
+        int pid;
+    };
+    std::string m_name;
+    std::mt19937& m_rng;
+    std::string m_dir;
+    std::vector<std::unique_ptr<cluster>> m_nodes;
+    int m_primary = 0;
+    std::unique_ptr<bouncer> m_pool;
+    std::vector<std::string> m_leases;
+    std::vector<proc> m_procs;
+    int m_next_label = 0;
+    std::vector<fault_record> m_faults;
+    std::string m_conninfo;
+    std::vector<std::string> m_env;
+    bool m_listen = true;
+};
+
+/// Sleeps @p ms, ending early when interrupted.
+void settle(int ms);
+
+/// Reads lease_events (+ grant_order), fw_/fs_/fc_<lease> (+ commit_order).
+void read_database(const std::string& conninfo, phase_bundle& b,
+                   const std::vector<std::string>& leases);
+
+} // namespace fault

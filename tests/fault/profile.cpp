@@ -1,0 +1,331 @@
+/// @file profile.cpp
+/// @brief The phases. Each phase injects its planned faults (an injection
+/// that found no target is retried, up to twice the plan), then declares
+/// its floors: every planned injection effective, and minimum grants,
+/// acknowledged fenced transactions and stale writes refused.
+#include "profile.hpp"
+
+#include "common.hpp"
+#include "nemesis.hpp"
+#include "phase.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <iostream>
+
+namespace fault {
+namespace {
+
+/// Calls @p inject(i) until @p planned of them were effective, at most
+/// 2 x planned + 2 times. Returns the number of effective ones.
+int until_effective(int planned, const std::function<bool(int)>& inject) {
+    int effective = 0;
+    for (int attempt = 0; effective < planned && attempt < 2 * planned + 2 && !interrupted();
+         ++attempt)
+        if (inject(effective))
+            ++effective;
+    return effective;
+}
+
+struct single {
+    std::string name;
+    std::map<std::string, int> planned;
+    phase_floors floors;
+    bool faketime = false;
+    std::function<void(phase&)> body;
+};
+
+phase_bundle run_single(const settings& s, std::mt19937& rng, const single& def) {
+    phase ph{s, def.name, rng};
+    ph.start_primary({"l0"}, def.faketime);
+    if (def.faketime)
+        ph.set_worker_env({std::string{"LD_PRELOAD="} + faketime_lib, "FAKETIME_NO_CACHE=1",
+                           "FAKETIME_DONT_FAKE_MONOTONIC=1",
+                           "FAKETIME_TIMESTAMP_FILE=" + ph.dir() + "/worker_clock"});
+    {
+        std::ofstream out{ph.dir() + "/worker_clock"};
+        out << "+0\n";
+    }
+    for (int i = 0; i < 3; ++i)
+        ph.spawn_worker("l0", false);
+    ph.wait_leader("l0", 15000);
+    def.body(ph);
+    settle(2 * s.ttl_ms);
+    phase_expectations ex;
+    ex.server_clock_stepped = def.faketime;
+    ex.overlaps_allowed = def.faketime;
+    return ph.finish(ex, def.floors, def.planned);
+}
+
+phase_floors floors(std::map<std::string, int> effective, long grants, long acked, long refused) {
+    return {std::move(effective), grants, acked, refused};
+}
+
+} // namespace
+
+plan make_plan(const settings& s) {
+    plan p;
+    if (s.profile != "soak")
+        return p;
+    // About a third of the time on a mixed schedule, the rest on the same
+    // kinds as the short profile with counts scaled up (the short profile's
+    // phases take about 340 s on 2 cores).
+    const double f = std::max(1.0, s.duration_s * 2.0 / 3.0 / 340.0);
+    p.mixed_s = s.duration_s / 3;
+    p.pause = static_cast<int>(8 * f);
+    p.kill = static_cast<int>(10 * f);
+    p.terminate = static_cast<int>(8 * f);
+    p.crash = static_cast<int>(6 * f);
+    p.clock = static_cast<int>(12 * f);
+    p.pause_in_txn = static_cast<int>(6 * f);
+    p.long_txn = static_cast<int>(4 * f);
+    p.storm16_s = static_cast<int>(15 * f);
+    p.storm64_s = static_cast<int>(18 * f);
+    p.pool_s = static_cast<int>(15 * f);
+    p.failover_async = p.failover_sync = static_cast<int>(5 * f);
+    return p;
+}
+
+std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt19937& rng) {
+    std::vector<phase_bundle> out;
+    auto want = [&](const std::string& k) { return s.only.empty() || s.only.count(k) != 0; };
+    auto run = [&](const std::string& k, auto&& fn) {
+        if (!want(k) || interrupted())
+            return;
+        std::cout << "phase " << k << " ..." << std::endl;
+        const auto t0 = mono_ns();
+        out.push_back(fn());
+        std::cout << "  " << k << " took " << (mono_ns() - t0) / 1000000000 << " s" << std::endl;
+    };
+    const int ttl = s.ttl_ms;
+
+    if (p.mixed_s > 0)
+        run("mixed", [&] {
+            single d{"mixed", {}, {}, true, [&](phase& ph) {
+                         const auto end = mono_ns() + std::int64_t{p.mixed_s} * 1000000000;
+                         int offset = 0, i = 0;
+                         static const double mult[] = {0.5, 1, 2, 5};
+                         while (mono_ns() < end && !interrupted()) {
+                             switch (ph.uniform(0, 6)) {
+                             case 0:
+                                 inject_pause(ph, "l0", mult[i % 4]);
+                                 break;
+                             case 1:
+                                 inject_kill(ph, "l0", false, "kill");
+                                 break;
+                             case 2:
+                                 inject_terminate(ph, "l0", "renew");
+                                 break;
+                             case 3:
+                                 inject_terminate(ph, "l0",
+                                                  ph.uniform(0, 1) ? "at-commit" : "mid-write");
+                                 break;
+                             case 4:
+                                 inject_crash(ph);
+                                 break;
+                             case 5:
+                                 inject_pause_in_txn(ph, "l0", i % 2 ? "idle" : "busy", 4);
+                                 break;
+                             default:
+                                 inject_clock(ph, offset,
+                                              offset != 0        ? -offset
+                                              : ph.uniform(0, 1) ? 3
+                                                                 : -3);
+                             }
+                             ++i;
+                             settle(ttl + ph.uniform(0, 2 * ttl));
+                         }
+                         if (offset != 0)
+                             inject_clock(ph, offset, -offset);
+                     }};
+            // Random kinds: floors on the work, scaled with the phase's length.
+            d.floors = floors({}, p.mixed_s / 10, 5L * p.mixed_s, p.mixed_s >= 120 ? 1 : 0);
+            return run_single(s, rng, d);
+        });
+
+    run("pause", [&] {
+        static const double mult[] = {0.5, 1, 2, 5};
+        return run_single(s, rng,
+                          {"pause",
+                           {{"pause", p.pause}},
+                           floors({{"pause", p.pause}}, p.pause / 2, 100, 2),
+                           false,
+                           [&](phase& ph) {
+                               until_effective(p.pause, [&](int i) {
+                                   const bool hit = inject_pause(ph, "l0", mult[i % 4]);
+                                   settle(ttl * 3 / 2 + ph.uniform(0, 500));
+                                   return hit;
+                               });
+                           }});
+    });
+    run("kill", [&] {
+        return run_single(s, rng,
+                          {"kill",
+                           {{"kill", p.kill}},
+                           floors({{"kill", p.kill}}, p.kill, 100, 0),
+                           false,
+                           [&](phase& ph) {
+                               until_effective(p.kill, [&](int) {
+                                   const bool hit = inject_kill(ph, "l0", false, "kill");
+                                   settle(ttl * 3 / 2 + ph.uniform(0, 500));
+                                   return hit;
+                               });
+                           }});
+    });
+    run("terminate", [&] {
+        return run_single(
+            s, rng,
+            {"terminate",
+             {{"terminate-renew", p.terminate}, {"terminate-write", p.terminate}},
+             floors({{"terminate-renew", p.terminate}, {"terminate-write", p.terminate}}, 1, 100,
+                    0),
+             false,
+             [&](phase& ph) {
+                 static const char* aims[] = {"mid-write", "at-commit"};
+                 until_effective(p.terminate, [&](int) {
+                     const bool hit = inject_terminate(ph, "l0", "renew");
+                     settle(ttl / 2 + ph.uniform(0, 300));
+                     return hit;
+                 });
+                 until_effective(p.terminate, [&](int i) {
+                     const bool hit = inject_terminate(ph, "l0", aims[i % 2]);
+                     settle(ttl / 2 + ph.uniform(0, 300));
+                     return hit;
+                 });
+             }});
+    });
+    run("crash", [&] {
+        return run_single(s, rng,
+                          {"crash",
+                           {{"crash", p.crash}},
+                           floors({{"crash", p.crash}}, 1, 100, 0),
+                           false,
+                           [&](phase& ph) {
+                               until_effective(p.crash, [&](int) {
+                                   const bool hit = inject_crash(ph);
+                                   settle(2 * ttl + ph.uniform(0, 1000));
+                                   return hit;
+                               });
+                           }});
+    });
+    run("clock", [&] {
+        const int half = p.clock / 2;
+        return run_single(
+            s, rng,
+            {"clock",
+             {{"clock-forward", half}, {"clock-back", half}},
+             floors({{"clock-forward", half}, {"clock-back", half}}, 3, 100, 3),
+             true,
+             [&](phase& ph) {
+                 int offset = 0, fwd = 0, back = 0;
+                 static const int sizes[] = {2, 3, 5};
+                 // forward by k, back to true time; back by k, forward to true time
+                 for (int i = 0; (fwd < half || back < half || offset != 0) && i < 4 * half + 4 &&
+                                 !interrupted();
+                      ++i) {
+                     const int k = std::max(1, sizes[(i / 2) % 3] * ttl / 1000);
+                     const int step = offset != 0 ? -offset : (i / 2) % 2 == 0 ? k : -k;
+                     if (inject_clock(ph, offset, step))
+                         ++(step > 0 ? fwd : back);
+                     settle(2 * ttl + (step < 0 ? -step * 1000 : 0) / 2 + ph.uniform(0, 500));
+                 }
+                 if (offset != 0)
+                     inject_clock(ph, offset, -offset);
+             }});
+    });
+    run("pause-in-txn", [&] {
+        return run_single(s, rng,
+                          {"pause-in-txn",
+                           {{"pause-in-txn", p.pause_in_txn}},
+                           floors({{"pause-in-txn", p.pause_in_txn}}, p.pause_in_txn, 50, 1),
+                           false,
+                           [&](phase& ph) {
+                               until_effective(p.pause_in_txn, [&](int i) {
+                                   const bool hit = inject_pause_in_txn(
+                                       ph, "l0", i % 2 ? "busy" : "idle", i % 4 < 2 ? 4 : 5);
+                                   settle(ttl * 2 + ph.uniform(0, 500));
+                                   return hit;
+                               });
+                           }});
+    });
+    run("long-txn", [&] {
+        return run_single(s, rng,
+                          {"long-txn",
+                           {{"long-txn", p.long_txn}},
+                           floors({{"long-txn", p.long_txn}}, 1, 100, 0),
+                           false,
+                           [&](phase& ph) {
+                               until_effective(p.long_txn, [&](int) {
+                                   const bool hit = inject_long_txn(ph, "l0");
+                                   settle(3 * ttl + ph.uniform(0, 500));
+                                   return hit;
+                               });
+                           }});
+    });
+
+    auto storm = [&](const std::string& name, int workers, int nleases, int seconds, bool pool,
+                     int min_kills) {
+        phase ph{s, name, rng};
+        std::vector<std::string> leases;
+        for (int i = 0; i < nleases; ++i)
+            leases.push_back("l" + std::to_string(i));
+        ph.start_primary(leases, false);
+        if (pool)
+            ph.use_pool();
+        for (int i = 0; i < workers; ++i)
+            ph.spawn_worker(leases[static_cast<std::size_t>(i % nleases)], true);
+        const auto end = mono_ns() + std::int64_t{seconds} * 1000000000;
+        int planned = 0;
+        while (mono_ns() < end && !interrupted()) {
+            settle(p.storm_kill_every_ms / 2 + ph.uniform(0, p.storm_kill_every_ms));
+            ++planned;
+            inject_kill(ph, ph.pick(leases), true, name);
+        }
+        settle(2 * ttl);
+        return ph.finish({}, floors({{name, min_kills}}, 20, 200, 5), {{name, planned}});
+    };
+    run("storm16", [&] { return storm("storm16", 16, 4, p.storm16_s, false, p.storm16_s / 3); });
+    run("storm64", [&] { return storm("storm64", 64, 4, p.storm64_s, false, p.storm64_s / 3); });
+    run("pgbouncer", [&] { return storm("pgbouncer", 16, 2, p.pool_s, true, p.pool_s / 3); });
+
+    auto failover = [&](bool sync) {
+        const std::string name = sync ? "failover-sync" : "failover-async";
+        const int planned = sync ? p.failover_sync : p.failover_async;
+        phase ph{s, name, rng};
+        // Synchronous replication is switched on once the standby streams.
+        ph.start_primary({"l0"}, false, {"synchronous_commit = on"});
+        ph.add_standby({});
+        if (sync)
+            ph.primary().configure("synchronous_standby_names = '*'", true);
+        wait_replication(ph, sync);
+        const auto& n = ph.nodes();
+        ph.set_worker_conninfo("host=127.0.0.1,127.0.0.1 port=" + std::to_string(n[0]->port()) +
+                               "," + std::to_string(n[1]->port()) +
+                               " user=postgres dbname=postgres target_session_attrs=read-write");
+        for (int i = 0; i < 3; ++i)
+            ph.spawn_worker("l0", false);
+        ph.wait_leader("l0", 15000);
+        until_effective(planned, [&](int) {
+            settle(ttl + ph.uniform(0, 1000));
+            const bool hit = inject_failover(ph, sync);
+            ph.wait_leader("l0", 15000);
+            return hit;
+        });
+        settle(2 * ttl);
+        phase_expectations ex;
+        // A promoted asynchronous standby that lost a grant grants the
+        // lease again while the lost grant's holder still believes (I4 is
+        // not assumed; the fence still refuses that holder's writes).
+        ex.lost_acks_allowed = !sync;
+        ex.overlaps_allowed = !sync;
+        // A synchronous failover keeps the leader (its grant was replicated).
+        return ph.finish(ex, floors({{name, planned}}, sync ? 1 : planned, 50, 0),
+                         {{name, planned}});
+    };
+    run("failover-async", [&] { return failover(false); });
+    run("failover-sync", [&] { return failover(true); });
+    return out;
+}
+
+} // namespace fault

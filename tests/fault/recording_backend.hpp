@@ -1,0 +1,103 @@
+/// @file recording_backend.hpp
+/// @brief pq_backend, recording each lease call of the elector with its
+/// send time t0, reply time t, result r (ok / no / fail) and the epoch.
+#pragma once
+
+#include "common.hpp"
+
+#include <pglease/pglease.hpp>
+
+namespace fault {
+
+using nlohmann::json;
+
+class recording_backend final : public pglease::backend {
+public:
+    recording_backend(pglease::connection_options opts, history_file& h)
+        : m_inner{std::move(opts)}
+        , m_h{h} {}
+
+private:
+    static json entry(const char* op, const std::string& name, const std::string& holder) {
+        return json{{"op", op}, {"w", holder}, {"L", name}};
+    }
+
+    /// Runs @p call between send time t0 and reply time t, and records the
+    /// outcome: @p outcome fills in the reply's fields, a failure records
+    /// r = "fail" and the error, then rethrows.
+    template <typename Call, typename Outcome>
+    auto recorded(json e, Call&& call, Outcome&& outcome) {
+        e["t0"] = mono_ns();
+        try {
+            auto result = call();
+            e["t"] = mono_ns();
+            outcome(e, result);
+            m_h.append(e);
+            return result;
+        } catch (const std::exception& ex) {
+            e["t"] = mono_ns();
+            e["r"] = "fail";
+            e["x"] = ex.what();
+            m_h.append(e);
+            throw;
+        }
+    }
+
+public:
+    pglease::acquire_reply acquire(const std::string& name, const std::string& holder,
+                                   std::chrono::milliseconds ttl,
+                                   pglease::clock::time_point deadline) override {
+        return recorded(
+            entry("acq", name, holder),
+            [&] { return m_inner.acquire(name, holder, ttl, deadline); },
+            [](json& e, const pglease::acquire_reply& reply) {
+                e["r"] = reply.acquired ? "ok" : "no";
+                e["e"] = reply.epoch;
+                e["h"] = reply.holder;
+            });
+    }
+
+    std::optional<std::chrono::microseconds> renew(const std::string& name,
+                                                   const std::string& holder, std::int64_t epoch,
+                                                   std::chrono::milliseconds ttl,
+                                                   pglease::clock::time_point deadline) override {
+        json e = entry("renew", name, holder);
+        e["e"] = epoch;
+        return recorded(
+            std::move(e), [&] { return m_inner.renew(name, holder, epoch, ttl, deadline); },
+            [](json& out, const std::optional<std::chrono::microseconds>& left) {
+                out["r"] = left ? "ok" : "no";
+            });
+    }
+
+    bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override {
+        json e = entry("rel", name, holder);
+        e["e"] = epoch;
+        // Recorded before sending: the lease stopped believing already, and a
+        // SIGKILL after the server freed it must not leave the belief open.
+        json invoked = e;
+        invoked["ph"] = "inv";
+        invoked["t"] = mono_ns();
+        m_h.append(invoked);
+        return recorded(
+            std::move(e), [&] { return m_inner.release(name, holder, epoch); },
+            [](json& out, bool freed) { out["r"] = freed ? "ok" : "no"; });
+    }
+
+    bool revoke(const std::string& name) override { return m_inner.revoke(name); }
+    std::optional<pglease::lease_record> status(const std::string& name) override {
+        return m_inner.status(name);
+    }
+    bool listen() override { return m_inner.listen(); }
+    bool wait_for_change(const std::string& name,
+                         pglease::clock::time_point until) noexcept override {
+        return m_inner.wait_for_change(name, until);
+    }
+    void interrupt() noexcept override { m_inner.interrupt(); }
+
+private:
+    pglease::pq_backend m_inner;
+    history_file& m_h;
+};
+
+} // namespace fault
