@@ -66,7 +66,7 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     app.add_flag("-q,--quiet", g.quiet, "No informational messages on stderr");
 
     // run
-    std::string run_ttl = "15s", run_kill_after;
+    std::string run_ttl = "15s", run_kill_after, run_connect_timeout = "60s";
     std::vector<std::string> run_positional;
     auto* run = app.add_subcommand(
         "run", "Run a command while holding a lease; kill it when the lease is lost");
@@ -77,6 +77,10 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     run->add_option("--kill-after", run_kill_after,
                     "Grace between SIGTERM and SIGKILL when the lease is lost (default min(ttl/5, "
                     "10s), at most ttl/3)")
+        ->check(duration_check);
+    run->add_option("--connect-timeout", run_connect_timeout,
+                    "Until a server first answers, retry with backoff for up to this long "
+                    "(default 60s; 0s: exit 1 at the first failure)")
         ->check(duration_check);
     run->add_option("command", run_positional, "CMD ARGS... (after --)");
     run->footer(
@@ -194,6 +198,7 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         std::optional<milliseconds> kill_after;
         if (!run_kill_after.empty())
             kill_after = duration_or_zero(run_kill_after);
+        pc.run.connect_timeout = duration_or_zero(run_connect_timeout);
         std::string why;
         const auto timing = plan_run(duration_or_zero(run_ttl), kill_after, why);
         if (!timing)
