@@ -60,6 +60,7 @@ def main():
     # --- what clients were told -------------------------------------------------
     grants = []  # (sent, acked, epoch, holder, lease, source)
     writes = []  # (acked, key, epoch, lease)
+    unacked = []  # (outcome, key): commit_unknown ("unk") or failed writes
     for label in ("cA", "cB"):
         for r in load_jsonl(os.path.join(out, label + ".jsonl")):
             op = r.get("op")
@@ -67,6 +68,8 @@ def main():
                 grants.append((r["t0"] / 1e9 + offset, r["t"] / 1e9 + offset, r["e"], r["w"], "el", "elector"))
             elif op == "write" and r.get("r") == "ok" and "t" in r:
                 writes.append((r["t"] / 1e9 + offset, ("fw_el", r["w"], r["s"]), r["e"], "el"))
+            elif op == "write" and r.get("r") in ("unk", "fail") and "t" in r:
+                unacked.append((r["r"], ("fw_el", r["w"], r["s"])))
     run_grant = re.compile(r'^(\S+) pglease: acquired lease "rl" as (\S+), epoch (\d+)')
     starts = {}
     for label in ("rA", "rB"):
@@ -92,6 +95,8 @@ def main():
             p = line.split()
             if p[0] == "ok" and p[3] != "":
                 writes.append((float(p[5]), ("fw_rl", p[1], int(p[2])), int(p[3]), "rl"))
+            elif p[0] == "fail":
+                unacked.append(("fail", ("fw_rl", p[1], int(p[2]))))
     faults = []
     for line in open(os.path.join(out, "faults.log")):
         t, kind, *rest = line.split()
@@ -165,6 +170,12 @@ def main():
     # I4: durability.
     present = {(w["tbl"], w["worker"], w["seq"]) for w in db_writes}
     lost_writes = [w for w in writes if w[1] not in present]
+    # Writes whose client saw no acknowledgment: commit_unknown (the C++
+    # fence API surfaces it; the worker never retries such a write as if it
+    # had failed) and plain failures; how many of them are in the table.
+    unknown = [k for r, k in unacked if r == "unk"]
+    unknown_landed = sum(1 for k in unknown if k in present)
+    failed_landed = sum(1 for r, k in unacked if r == "fail" and k in present)
     db_epochs = {e["epoch"] for e in events if e["event"] in grant_kinds}
     lost_grants = sorted({g[2] for g in grants if g[2] not in db_epochs})
     healthy_times = [t for t, k, _ in faults if k == "healthy"]
@@ -224,6 +235,9 @@ def main():
         "lost_writes": len(lost_writes),
         "lost_grants": len(lost_grants),
         "epochs_reissued": sum(1 for hs in holders.values() if len(hs) > 1),
+        "commit_unknown": len(unknown),
+        "commit_unknown_landed": unknown_landed,
+        "failed_but_landed": failed_landed,
         "faults": per_fault,
         "next_write_p50_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 50) for k in ("crash", "switchover", "pause")},
         "next_write_p99_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 99) for k in ("crash", "switchover", "pause")},
@@ -241,6 +255,8 @@ def main():
         nx = f"{f['next_write_s']:.2f}" if f["next_write_s"] is not None else "none"
         gaps = ", ".join(f"{k} {v:.2f}" if v is not None else f"{k} -" for k, v in f["max_gap_s"].items())
         print(f"ha:   {f['kind']:<10} next fenced write after {nx} s; longest pause per lease: {gaps}; lost {f['lost_writes']}")
+    print(f"ha: commit_unknown outcomes: {len(unknown)} ({unknown_landed} of them committed); "
+          f"failed writes that committed anyway: {failed_landed}")
     print(f"ha: pglease run exit codes (count): {exits}")
     for v in violations[:50]:
         print("VIOLATION " + v)
