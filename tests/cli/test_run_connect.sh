@@ -122,3 +122,17 @@ wait_exit "$pid" 20
 [ "$RC" -eq 0 ] || { cat "$TMP/c5b.err" >&2; fail "restarted run: expected 0, got $RC"; }
 [ -s "$TMP/c5.epoch" ] || fail "restarted run: the job did not run"
 pass "restarted during the outage: waited, then led once the store was back"
+
+# 6. A commit the server acknowledges after cancelling its wait for a
+#    synchronous standby (none ever answers here) is not believed: the grant
+#    is committed locally but may be lost in a failover (patroni#1412).
+psql -X -q -c "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+rc=0
+"$PGLEASE" acquire c6 --identity a --ttl 2s >"$TMP/c6.out" 2>"$TMP/c6.err" || rc=$?
+[ "$rc" -eq 1 ] || { cat "$TMP/c6.out" "$TMP/c6.err" >&2; fail "sync standby missing: acquire exited $rc (believed an unreplicated grant?)"; }
+grep -q "outcome unknown" "$TMP/c6.err" || { cat "$TMP/c6.err" >&2; fail "no 'outcome unknown' message"; }
+rc=0
+"$PGLEASE" run --lease c6b --ttl 2s --connect-timeout 3s -- sh -c "touch $TMP/c6.ran" 2>"$TMP/c6b.err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/c6.ran" ] || { cat "$TMP/c6b.err" >&2; fail "sync standby missing: run exited $rc, job ran: $([ -e "$TMP/c6.ran" ] && echo yes || echo no)"; }
+pass "grant acknowledged without the synchronous standby: outcome unknown, no job run"
