@@ -143,7 +143,7 @@ pq_backend::session& pq_backend::live() {
     const bool reconnect = static_cast<bool>(m_session);
     drop();
     try {
-        auto fresh = std::make_unique<session>(m_conninfo);
+        auto fresh = std::make_shared<session>(m_conninfo);
         pqxx::nontransaction tx{fresh->conn};
         // Server-side backstop only: each call is bounded on the client side.
         const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
@@ -181,7 +181,8 @@ auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
     // it (waiting for a cancel in flight) before any handler below runs.
     detail::call_watchdog::outcome dog;
     try {
-        m_watchdog->arm(deadline, s.conn.sock(), [&conn = s.conn] { conn.cancel_query(); });
+        // The cancel owns the session: it may return after we dropped it.
+        m_watchdog->arm(deadline, s.conn.sock(), [keep = m_session] { keep->conn.cancel_query(); });
         s.syncrep.m_seen = false;
         auto result = [&] {
             const detail::watch_guard guard{*m_watchdog, dog};

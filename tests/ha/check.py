@@ -157,7 +157,13 @@ def main():
         max_acked.append((g[1], m))
     import bisect
     ack_times = [a for a, _ in max_acked]
-    for g in grants:
+    # Only the first acknowledgment of an epoch is its grant: a later reply
+    # with the same epoch to the same holder is an acquire of a lease it
+    # already held (same holder, unexpired: same epoch, by the contract).
+    first = {}
+    for g in sorted(grants, key=lambda g: g[1]):
+        first.setdefault(g[2], g)
+    for g in first.values():
         if g[5] != "elector":
             continue  # pglease run's send time is not recorded; its acks are checked as earlier grants
         i = bisect.bisect_left(ack_times, g[0]) - 1
@@ -179,7 +185,7 @@ def main():
     db_epochs = {e["epoch"] for e in events if e["event"] in grant_kinds}
     lost_grants = sorted({g[2] for g in grants if g[2] not in db_epochs})
     healthy_times = [t for t, k, _ in faults if k == "healthy"]
-    fault_times = [(t, k) for t, k, _ in faults if k in ("crash", "switchover", "pause")]
+    fault_times = [(t, k) for t, k, _ in faults if k in ("crash", "crash-lag", "switchover", "pause")]
     if not allow_loss:
         for w in lost_writes[:20]:
             violation(f"I4: acknowledged write {w[1]} of epoch {w[2]} (acked at {w[0]:.3f}) is not on the surviving primary")
@@ -200,18 +206,21 @@ def main():
     ack_sorted = sorted(w[0] for w in writes)
     per_fault = []
     bound = settings["patroni_ttl_s"] + settings["lease_ttl_ms"] / 1000 + 5
-    for ft, kind in fault_times:
+    for n, (ft, kind) in enumerate(fault_times):
+        window_end = min(ft + 60, fault_times[n + 1][0] if n + 1 < len(fault_times) else ft + 60)
         i = bisect.bisect_right(ack_sorted, ft)
         nxt = ack_sorted[i] - ft if i < len(ack_sorted) else None
         # The longest pause between consecutive acknowledged writes in
-        # [fault - 1 s, fault + 60 s], per lease.
+        # [fault - 1 s, next fault or fault + 60 s], per lease: for a pause,
+        # the fault time is when the node was stopped, so this (not the
+        # next write) is the outage.
         gaps = {}
         for lease in ("el", "rl"):
-            ts = sorted(w[0] for w in writes if w[3] == lease and ft - 1 <= w[0] <= ft + 60)
+            ts = sorted(w[0] for w in writes if w[3] == lease and ft - 1 <= w[0] <= window_end)
             gaps[lease] = max((b - a for a, b in zip(ts, ts[1:])), default=None)
         lost_here = sum(1 for w in lost_writes if ft - settings["patroni_ttl_s"] <= w[0] <= ft + 1.0)
         per_fault.append({"kind": kind, "t": ft, "next_write_s": nxt, "max_gap_s": gaps, "lost_writes": lost_here})
-        if kind == "crash" and (nxt is None or nxt > bound):
+        if kind.startswith("crash") and (nxt is None or nxt > bound):
             violation(f"L1: crash at {ft:.3f}: next fenced write after {nxt} s, bound {bound} s")
 
     # pglease run restarts: how often it exited, and with which status.
@@ -239,8 +248,8 @@ def main():
         "commit_unknown_landed": unknown_landed,
         "failed_but_landed": failed_landed,
         "faults": per_fault,
-        "next_write_p50_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 50) for k in ("crash", "switchover", "pause")},
-        "next_write_p99_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 99) for k in ("crash", "switchover", "pause")},
+        "next_write_p50_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 50) for k in ("crash", "crash-lag", "switchover", "pause")},
+        "next_write_p99_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 99) for k in ("crash", "crash-lag", "switchover", "pause")},
         "pglease_run_exits": exits,
         "violations": violations,
     }

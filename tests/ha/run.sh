@@ -2,7 +2,8 @@
 # The HA suite (issue 16): pg_lease under Patroni 3.0.2 with real failovers.
 #
 #   tests/ha/run.sh [--mode sync|async] [--dcs etcd3|etcd] [--strict]
-#                   [--faults crash,switchover,pause,...] [--pause-seconds 15]
+#                   [--faults crash,crash-lag,switchover,pause,...]
+#                   [--pause-seconds 15] [--lag-seconds 3]
 #                   [--lease-ttl-ms 3000] [--out DIR] [--allow-loss]
 #
 # One etcd and three Patroni nodes (tests/ha/lib.sh), pg_lease created on the
@@ -23,7 +24,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-MODE=sync DCS=etcd3 FAULTS=crash,switchover PAUSE_S=$((HA_TTL + 5)) LEASE_TTL_MS=3000 OUT= ALLOW_LOSS=0
+MODE=sync DCS=etcd3 FAULTS=crash,switchover PAUSE_S=$((HA_TTL + 5)) LAG_S=3 LEASE_TTL_MS=3000 OUT= ALLOW_LOSS=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--mode) MODE=$2; shift 2 ;;
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
 	--strict) HA_STRICT=true; shift ;;
 	--faults) FAULTS=$2; shift 2 ;;
 	--pause-seconds) PAUSE_S=$2; shift 2 ;;
+	--lag-seconds) LAG_S=$2; shift 2 ;;
 	--lease-ttl-ms) LEASE_TTL_MS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--allow-loss) ALLOW_LOSS=1; shift ;;
@@ -178,6 +180,30 @@ for f in "${fault_list[@]}"; do
 	crash)
 		ha_crash "$p"
 		fault_log "crash $p timeline $tl"
+		ha_wait 60 ha_primary_is_not "$p" || { ha_log "no new primary after crash of $p"; exit 1; }
+		np=$(ha_primary)
+		fault_log "promoted $np timeline $(ha_timeline "$np")"
+		sleep 2
+		ha_start_node "$p"
+		fault_log "restarted $p"
+		;;
+	crash-lag)
+		# Standbys behind: their WAL receivers stopped for LAG_S seconds,
+		# then kill -9 of the primary (asynchronous replication loses
+		# what they had not received; synchronous replication blocks
+		# commits meanwhile, so nothing acknowledged is missing).
+		walrcv=()
+		for n in "${HA_NODES[@]}"; do
+			[ "$n" = "$p" ] && continue
+			pm=$(ha_postmaster_pid "$n")
+			walrcv+=($(ps -o pid=,args= --ppid "$pm" | awk '/walreceiver/ {print $1}'))
+		done
+		kill -STOP "${walrcv[@]}" 2>/dev/null || true
+		fault_log "standbys' WAL receivers stopped (${walrcv[*]}) for ${LAG_S}s"
+		sleep "$LAG_S"
+		ha_crash "$p"
+		fault_log "crash-lag $p timeline $tl"
+		kill -CONT "${walrcv[@]}" 2>/dev/null || true
 		ha_wait 60 ha_primary_is_not "$p" || { ha_log "no new primary after crash of $p"; exit 1; }
 		np=$(ha_primary)
 		fault_log "promoted $np timeline $(ha_timeline "$np")"
