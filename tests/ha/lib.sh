@@ -136,11 +136,25 @@ ha_start()
 		HA_API_PORT[$n]=$(pg_free_port)
 		while [ "${HA_API_PORT[$n]}" = "${HA_PG_PORT[$n]}" ]; do HA_API_PORT[$n]=$(pg_free_port); done
 	done
+	local try
 	for n in "${HA_NODES[@]}"; do
-		ha_node_conf "$n" "$mode" "$dcs"
-		chown -R postgres: "$HA_ROOT/$n"
-		ha_start_node "$n"
-		[ "$n" = n1 ] && ha_wait 60 ha_is_primary n1 # n1 bootstraps, the others clone it
+		# A port picked free may be taken before Patroni binds it (other
+		# harnesses on the machine): then pick again, at most 3 times.
+		for try in 1 2 3; do
+			ha_node_conf "$n" "$mode" "$dcs"
+			chown -R postgres: "$HA_ROOT/$n"
+			ha_start_node "$n"
+			if ha_wait 20 curl -s -m 1 -o /dev/null "http://127.0.0.1:${HA_API_PORT[$n]}/liveness"; then
+				break
+			fi
+			kill -KILL "${HA_PID[$n]}" 2>/dev/null
+			ha_log "$n did not come up (try $try): $(tail -1 "$HA_ROOT/$n/patroni.out" 2>/dev/null)"
+			[ "$try" = 3 ] && return 1
+			rm -rf "$HA_ROOT/$n/data"
+			HA_PG_PORT[$n]=$(pg_free_port)
+			HA_API_PORT[$n]=$(pg_free_port)
+		done
+		[ "$n" = n1 ] && { ha_wait 60 ha_is_primary n1 || return 1; } # n1 bootstraps, the others clone it
 	done
 	ha_wait 120 ha_healthy "$mode" || { ha_log "cluster not healthy"; ha_cluster_json >&2; return 1; }
 	HA_HOSTS=127.0.0.1,127.0.0.1,127.0.0.1

@@ -188,22 +188,19 @@ for f in "${fault_list[@]}"; do
 		fault_log "restarted $p"
 		;;
 	crash-lag)
-		# Standbys behind: their WAL receivers stopped for LAG_S seconds,
+		# Standbys behind: the primary's WAL senders stopped for LAG_S s,
 		# then kill -9 of the primary (asynchronous replication loses
 		# what they had not received; synchronous replication blocks
 		# commits meanwhile, so nothing acknowledged is missing).
-		walrcv=()
-		for n in "${HA_NODES[@]}"; do
-			[ "$n" = "$p" ] && continue
-			pm=$(ha_postmaster_pid "$n")
-			walrcv+=($(ps -o pid=,args= --ppid "$pm" | awk '/walreceiver/ {print $1}'))
-		done
-		kill -STOP "${walrcv[@]}" 2>/dev/null || true
-		fault_log "standbys' WAL receivers stopped (${walrcv[*]}) for ${LAG_S}s"
+		# (The primary's WAL senders are stopped, not the receivers: WAL
+		# already in a receiver's socket buffer would still arrive.)
+		pm=$(ha_postmaster_pid "$p")
+		walsnd=($(ps -o pid=,args= --ppid "$pm" | awk '/walsender/ {print $1}'))
+		kill -STOP "${walsnd[@]}" 2>/dev/null || true
+		fault_log "primary's WAL senders stopped (${walsnd[*]}) for ${LAG_S}s"
 		sleep "$LAG_S"
 		ha_crash "$p"
 		fault_log "crash-lag $p timeline $tl"
-		kill -CONT "${walrcv[@]}" 2>/dev/null || true
 		ha_wait 60 ha_primary_is_not "$p" || { ha_log "no new primary after crash of $p"; exit 1; }
 		np=$(ha_primary)
 		fault_log "promoted $np timeline $(ha_timeline "$np")"
