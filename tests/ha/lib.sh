@@ -147,7 +147,7 @@ ha_start()
 			if ha_wait 20 curl -s -m 1 -o /dev/null "http://127.0.0.1:${HA_API_PORT[$n]}/liveness"; then
 				break
 			fi
-			kill -KILL "${HA_PID[$n]}" 2>/dev/null
+			kill -KILL "${HA_PID[$n]}" 2>/dev/null || true
 			ha_log "$n did not come up (try $try): $(tail -1 "$HA_ROOT/$n/patroni.out" 2>/dev/null)"
 			[ "$try" = 3 ] && return 1
 			rm -rf "$HA_ROOT/$n/data"
@@ -245,12 +245,13 @@ ha_timeline() { ha_cluster_json | jq -r ".members[] | select(.name == \"$1\") | 
 ha_stop_all()
 {
 	local n pids
+	set +e # runs from traps: every step, whatever failed before
 	for n in "${HA_NODES[@]}"; do
-		pids=$(ha_node_pids "$n" 2>/dev/null) || true
+		pids=$(ha_node_pids "$n" 2>/dev/null)
 		# shellcheck disable=SC2086
 		[ -n "$pids" ] && kill -CONT $pids 2>/dev/null
 		[ -n "${HA_PID[$n]:-}" ] && kill -KILL "${HA_PID[$n]}" 2>/dev/null
-		pids=$(ha_node_pids "$n" 2>/dev/null) || true
+		pids=$(ha_node_pids "$n" 2>/dev/null)
 		# shellcheck disable=SC2086
 		[ -n "$pids" ] && kill -KILL $pids 2>/dev/null
 	done

@@ -73,6 +73,7 @@ stop_drivers()
 cleanup()
 {
 	local rc=$?
+	set +e # every step, whatever failed before
 	stop_drivers
 	ha_stop_all
 	if [ "$rc" -ne 0 ]; then
