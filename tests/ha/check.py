@@ -208,15 +208,20 @@ def main():
     bound = settings["patroni_ttl_s"] + settings["lease_ttl_ms"] / 1000 + 5
     for n, (ft, kind) in enumerate(fault_times):
         window_end = min(ft + 60, fault_times[n + 1][0] if n + 1 < len(fault_times) else ft + 60)
-        i = bisect.bisect_right(ack_sorted, ft)
+        # Replies that left the old primary just before the kill arrive (and
+        # the shell job logs them) a few ms after it: not the new primary's.
+        i = bisect.bisect_right(ack_sorted, ft + (0.2 if kind.startswith("crash") else 0))
         nxt = ack_sorted[i] - ft if i < len(ack_sorted) else None
         # The longest pause between consecutive acknowledged writes in
         # [fault - 1 s, next fault or fault + 60 s], per lease: for a pause,
         # the fault time is when the node was stopped, so this (not the
         # next write) is the outage.
         gaps = {}
+        start = ft - 1
+        if kind == "crash-lag":  # the outage starts when the standbys fall behind
+            start = max([t for t, k, _ in faults if k in ("primary's", "standbys'") and t <= ft] or [ft]) - 1
         for lease in ("el", "rl"):
-            ts = sorted(w[0] for w in writes if w[3] == lease and ft - 1 <= w[0] <= window_end)
+            ts = sorted(w[0] for w in writes if w[3] == lease and start <= w[0] <= window_end)
             gaps[lease] = max((b - a for a, b in zip(ts, ts[1:])), default=None)
         lost_here = sum(1 for w in lost_writes if ft - settings["patroni_ttl_s"] <= w[0] <= ft + 1.0)
         per_fault.append({"kind": kind, "t": ft, "next_write_s": nxt, "max_gap_s": gaps, "lost_writes": lost_here})
