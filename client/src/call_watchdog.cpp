@@ -41,6 +41,16 @@ call_watchdog::outcome call_watchdog::disarm() noexcept {
     m_armed = false;
     ++m_generation;
     m_cv.notify_all();
+    // A cancel request in flight usually returns at once: wait for it (at
+    // most the grace period), so it cannot land on the connection's next
+    // statement. One stuck on a frozen server is left behind: it owns what
+    // it uses, and the connection it was for has been shut down.
+    if (m_inflight) {
+        const auto until = std::chrono::steady_clock::now() + m_grace;
+        while (!m_inflight->load() && std::chrono::steady_clock::now() < until)
+            m_cv.wait_for(lock, 2ms);
+        m_inflight.reset();
+    }
     m_cancel = nullptr; // a cancel in flight has its own copy
     m_sock = -1;
     const outcome done = m_done;
@@ -68,6 +78,7 @@ void call_watchdog::run() noexcept {
         //    runs on a thread of its own, which owns what it uses (see arm()),
         //    and we wait at most the grace period for it to return.
         auto returned = std::make_shared<std::atomic<bool>>(false);
+        m_inflight = returned;
         std::thread{[cancel = m_cancel, returned] {
             try {
                 if (cancel)

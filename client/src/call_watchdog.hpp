@@ -2,10 +2,12 @@
 /// @brief Internal: ends a database call that runs past its deadline.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -55,8 +57,9 @@ public:
     /// frozen server may return long after disarm()).
     void arm(time_point deadline, int sock, std::function<void()> cancel);
 
-    /// Ends the watch. Does not wait for a cancel request in flight (it
-    /// owns what it uses). Thread-safe.
+    /// Ends the watch. Waits at most the grace period for a cancel request
+    /// in flight (one stuck on a frozen server is left behind: it owns what
+    /// it uses). Thread-safe.
     outcome disarm() noexcept;
 
 private:
@@ -71,6 +74,7 @@ private:
     time_point m_deadline{};
     int m_sock = -1;
     std::function<void()> m_cancel;
+    std::shared_ptr<std::atomic<bool>> m_inflight; ///< set when the last cancel returned
     outcome m_done;
     std::thread m_thread;
 };
