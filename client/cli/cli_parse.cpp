@@ -66,7 +66,7 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     app.add_flag("-q,--quiet", g.quiet, "No informational messages on stderr");
 
     // run
-    std::string run_ttl = "15s", run_kill_after, run_http;
+    std::string run_ttl = "15s", run_kill_after, run_http, run_connect_timeout = "60s";
     std::vector<std::string> run_positional;
     auto* run = app.add_subcommand(
         "run", "Run a command while holding a lease; kill it when the lease is lost");
@@ -81,6 +81,10 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     run->add_option("--http", run_http,
                     "Serve /healthz (200 while holding the lease, else 503) and Prometheus "
                     "/metrics on [HOST:]PORT (host default 127.0.0.1; port 0: any free one)");
+    run->add_option("--connect-timeout", run_connect_timeout,
+                    "Until a server first answers, retry with backoff for up to this long "
+                    "(default 60s; 0s: exit 1 at the first failure)")
+        ->check(duration_check);
     run->add_option("command", run_positional, "CMD ARGS... (after --)");
     run->footer(
         "\nCMD runs in its own process group with PGLEASE_NAME, PGLEASE_EPOCH,\n"
@@ -197,6 +201,7 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         std::optional<milliseconds> kill_after;
         if (!run_kill_after.empty())
             kill_after = duration_or_zero(run_kill_after);
+        pc.run.connect_timeout = duration_or_zero(run_connect_timeout);
         std::string why;
         const auto timing = plan_run(duration_or_zero(run_ttl), kill_after, why);
         if (!timing)

@@ -5,6 +5,8 @@
 /// The supervisor, in numbered steps:
 ///  1. Acquire: one try with --no-wait (75 when held elsewhere), otherwise
 ///     wait, woken by NOTIFY pg_lease and by the expiry the server reported.
+///     Until a server first answers (none up, or none accepting writes while
+///     a failover runs), retry with backoff for --connect-timeout.
 ///  2. Start the job: fork, setpgid, exec with PGLEASE_* and PGOPTIONS
 ///     carrying `-c pg_lease.epoch=<epoch>`, so its own libpq writes to
 ///     fenced tables carry the token without code changes.
@@ -198,6 +200,36 @@ void supervisor::held_elsewhere_message(const char* verb) {
     std::cerr << "pglease: " << msg << verb << std::endl;
 }
 
+/// Worth retrying before the server first answered: no connection (no
+/// server, none accepting writes: libpq's target_session_attrs=read-write
+/// says so as a failed connection), a call that timed out, or a server that
+/// is starting, stopping, read-only (a standby) or out of connections.
+/// Anything else (no pg_lease there, a bad argument) fails at once.
+/// @p text on one line: libpq's multi-line messages joined with "; ".
+std::string one_line(std::string text) {
+    std::string out;
+    bool gap = false;
+    for (const char c : text) {
+        if (c == '\n' || c == '\t' || c == '\r') {
+            gap = true;
+            continue;
+        }
+        if (gap && !out.empty())
+            out += "; ";
+        gap = false;
+        out += c;
+    }
+    return out;
+}
+
+bool worth_retrying_until_answered(const pglease::error& e) {
+    if (dynamic_cast<const pglease::connection_lost*>(&e) != nullptr)
+        return true;
+    const std::string& s = e.sqlstate();
+    return s.empty() || s.rfind("08", 0) == 0 || s.rfind("57P", 0) == 0 || s == "25006" ||
+           s.rfind("53", 0) == 0;
+}
+
 int supervisor::acquire_phase() {
     // 1. LISTEN first, so a release between our try and our wait is not missed.
     g_waiting_db.store(&m_db);
@@ -207,14 +239,28 @@ int supervisor::acquire_phase() {
     (void)m_db.listen();
     bool answered = false;
     bool announced = false;
+    // Until a server first answers: retry with exponential backoff (from the
+    // retry period, doubling, up to 5 s, with jitter) for --connect-timeout
+    // in all, so a supervisor (systemd Restart=always) restarting pglease
+    // during a failover does not see it exit at once, dozens of times.
+    const auto started = steady::now();
+    const auto connect_deadline = started + m_a.connect_timeout;
+    auto backoff = m_a.timing.retry;
+    constexpr milliseconds max_backoff{5000};
+    unsigned jitter_state = static_cast<unsigned>(::getpid()) * 2654435761U;
+    int failures = 0;
     for (;;) {
         if (g_shutdown_signal != 0)
             return 128 + g_shutdown_signal;
         auto wake = steady::now() + std::chrono::seconds{30};
         try {
-            if (m_lease.acquire())
-                return exit_ok;
+            const bool got = m_lease.acquire();
+            if (failures > 0 && !answered)
+                info(m_g, "connected after " + std::to_string(failures) + " failed attempt" +
+                              (failures == 1 ? "" : "s"));
             answered = true;
+            if (got)
+                return exit_ok;
             if (m_a.no_wait) {
                 held_elsewhere_message("");
                 return exit_held;
@@ -231,12 +277,39 @@ int supervisor::acquire_phase() {
         } catch (const pglease::permission_denied& e) {
             return report_error(e);
         } catch (const pglease::error& e) {
-            // Fail fast when the server never answered (bad conninfo, no
-            // extension); once it did, keep waiting through outages.
-            if (!answered || m_a.no_wait)
-                return report_error(e);
-            info(m_g, std::string{"retrying: "} + e.what());
-            wake = steady::now() + m_a.timing.retry;
+            // A lost reply to an acquire is resolved by the next try: the same
+            // identity gets the same epoch back while its grant is unexpired.
+            if (answered) {
+                // Once a server answered, keep waiting through outages (not
+                // with --no-wait: one answer was all it asked for).
+                if (m_a.no_wait)
+                    return report_error(e);
+                info(m_g, std::string{"retrying: "} + e.what());
+                wake = steady::now() + m_a.timing.retry;
+            } else {
+                ++failures;
+                const auto now = steady::now();
+                if (!worth_retrying_until_answered(e) || now >= connect_deadline) {
+                    if (failures > 1)
+                        info(m_g, "giving up after " + std::to_string(failures) + " attempts in " +
+                                      format_duration(ms_between(started, now)) +
+                                      " (--connect-timeout " +
+                                      format_duration(m_a.connect_timeout) + ")");
+                    return report_error(e);
+                }
+                jitter_state = jitter_state * 1103515245U + 12345U;
+                const auto jitter =
+                    0.8 + 0.4 * static_cast<double>((jitter_state >> 8) % 1000) / 1000.0;
+                auto pause = std::chrono::duration_cast<milliseconds>(backoff * jitter);
+                pause = std::min(pause, std::chrono::ceil<milliseconds>(connect_deadline - now));
+                info(m_g,
+                     "no server accepts the lease yet (" + one_line(e.what()) + "); retrying in " +
+                         format_duration(pause) + ", for up to " +
+                         format_duration(std::chrono::ceil<milliseconds>(connect_deadline - now)) +
+                         " more");
+                backoff = std::min(backoff * 2, max_backoff);
+                wake = now + pause;
+            }
         }
         (void)m_db.wait_for_change(m_a.lease, wake);
     }

@@ -26,6 +26,10 @@ struct run_args {
     std::string lease;
     std::string identity; ///< empty: pglease::default_identity()
     bool no_wait = false;
+    /// --connect-timeout: how long to keep retrying, with backoff, until a
+    /// server first answers (no server, or none accepting writes, as during
+    /// a failover); 0 = give up at the first failure. Default 60s.
+    std::chrono::milliseconds connect_timeout{60000};
     run_timing timing;
     std::optional<http_endpoint> http; ///< --http: serve /healthz and /metrics
     std::vector<std::string> command;

@@ -4,7 +4,12 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
+#include <memory>
+
 namespace pglease::detail {
+
+using namespace std::chrono_literals;
 
 call_watchdog::~call_watchdog() {
     {
@@ -36,8 +41,17 @@ call_watchdog::outcome call_watchdog::disarm() noexcept {
     m_armed = false;
     ++m_generation;
     m_cv.notify_all();
-    m_cv.wait(lock, [this] { return !m_busy; });
-    m_cancel = nullptr;
+    // A cancel request in flight usually returns at once: wait for it (at
+    // most the grace period), so it cannot land on the connection's next
+    // statement. One stuck on a frozen server is left behind: it owns what
+    // it uses, and the connection it was for has been shut down.
+    if (m_inflight) {
+        const auto until = std::chrono::steady_clock::now() + m_grace;
+        while (!m_inflight->load() && std::chrono::steady_clock::now() < until)
+            m_cv.wait_for(lock, 2ms);
+        m_inflight.reset();
+    }
+    m_cancel = nullptr; // a cancel in flight has its own copy
     m_sock = -1;
     const outcome done = m_done;
     m_done = {};
@@ -56,21 +70,42 @@ void call_watchdog::run() noexcept {
         // 1. Wait for the deadline (or the call to end).
         if (m_cv.wait_until(lock, m_deadline, changed))
             continue;
-        // 2. Ask the server to cancel the statement (blocking: it opens a
-        //    connection of its own), outside the lock so disarm() can wait.
-        m_busy = true;
-        const std::function<void()> cancel = m_cancel;
-        lock.unlock();
-        try {
-            if (cancel)
-                cancel();
-        } catch (...) {
-            // Could not reach the server: step 3 ends the call.
-        }
-        lock.lock();
-        m_busy = false;
+        // 2. Ask the server to cancel the statement. PQcancel blocks (it
+        //    opens a connection of its own and waits for the postmaster to
+        //    close it): a SIGSTOPped or frozen server, or a partition, can
+        //    keep it there for as long as the server stays frozen (measured:
+        //    the whole 15 s pause of a Patroni node) or TCP gives up. So it
+        //    runs on a thread of its own, which owns what it uses (see arm()),
+        //    and we wait at most the grace period for it to return.
+        auto returned = std::make_shared<std::atomic<bool>>(false);
+        m_inflight = returned;
+        std::thread{[cancel = m_cancel, returned] {
+            try {
+                if (cancel)
+                    cancel();
+            } catch (...) {
+                // Could not reach the server: step 3 ends the call.
+            }
+            returned->store(true);
+        }}.detach();
         m_done.cancelled = true;
+        const auto give_up = std::chrono::steady_clock::now() + m_grace;
+        while (!returned->load() && std::chrono::steady_clock::now() < give_up) {
+            if (m_cv.wait_until(lock, std::min(give_up, std::chrono::steady_clock::now() + 5ms),
+                                changed))
+                break;
+        }
+        if (changed())
+            continue;
         m_cv.notify_all();
+        // The cancel is stuck: the server will not answer either. Sever now.
+        if (!returned->load()) {
+            if (m_sock >= 0)
+                (void)::shutdown(m_sock, SHUT_RDWR);
+            m_done.severed = true;
+            m_cv.wait(lock, changed);
+            continue;
+        }
         // 3. Still running after the grace period: the cancel did not land.
         //    shutdown(2), not close(2): the descriptor stays the caller's.
         if (m_cv.wait_until(lock, std::chrono::steady_clock::now() + m_grace, changed))

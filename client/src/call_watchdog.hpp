@@ -2,10 +2,12 @@
 /// @brief Internal: ends a database call that runs past its deadline.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -15,14 +17,17 @@ namespace pglease::detail {
 /// the first arm()). No extra round trip when the call returns in time.
 ///
 /// Past the deadline it first sends the server a cancel request (the
-/// statement fails with 57014 and the session stays usable). If the call
-/// is still running @p grace after the cancel request returned (the
-/// backend is stopped, the network dropped the request), it shuts the
-/// socket down, so the call fails as a broken connection at once.
+/// statement fails with 57014 and the session stays usable), on a thread of
+/// its own: a cancel request blocks while the server is frozen or out of
+/// reach. If the cancel request has not returned within @p grace, or the
+/// call is still running @p grace after it returned (the backend is
+/// stopped, the network dropped the request), it shuts the socket down, so
+/// the call fails as a broken connection at once: a call never outlives its
+/// deadline by more than about twice @p grace.
 ///
 /// @code
 ///   call_watchdog dog{std::chrono::milliseconds{200}};
-///   dog.arm(deadline, conn.sock(), [&conn] { conn.cancel_query(); });
+///   dog.arm(deadline, conn.sock(), [keep = shared_conn] { keep->cancel_query(); });
 ///   ... blocking call ...
 ///   const auto what = dog.disarm();   // what.cancelled, what.severed
 /// @endcode
@@ -45,13 +50,16 @@ public:
     /// Stops and joins the thread.
     ~call_watchdog();
 
-    /// Watches the call about to start: @p cancel is run (on the watchdog's
-    /// thread) at @p deadline, @p sock shut down @p grace after it returned.
-    /// Both stay valid until disarm() returned.
+    /// Watches the call about to start: @p cancel is run (on a thread of
+    /// its own) at @p deadline, @p sock shut down when the cancel does not
+    /// end the call within @p grace. @p sock stays valid until disarm()
+    /// returned; @p cancel must own what it uses (a cancel stuck on a
+    /// frozen server may return long after disarm()).
     void arm(time_point deadline, int sock, std::function<void()> cancel);
 
-    /// Ends the watch; waits for a cancel request in progress to return, so
-    /// the caller may close the connection afterwards. Thread-safe.
+    /// Ends the watch. Waits at most the grace period for a cancel request
+    /// in flight (one stuck on a frozen server is left behind: it owns what
+    /// it uses). Thread-safe.
     outcome disarm() noexcept;
 
 private:
@@ -62,11 +70,11 @@ private:
     std::condition_variable m_cv;
     bool m_stopping = false;
     bool m_armed = false;
-    bool m_busy = false; ///< the cancel function is running
     std::uint64_t m_generation = 0;
     time_point m_deadline{};
     int m_sock = -1;
     std::function<void()> m_cancel;
+    std::shared_ptr<std::atomic<bool>> m_inflight; ///< set when the last cancel returned
     outcome m_done;
     std::thread m_thread;
 };

@@ -6,6 +6,7 @@
 
 #include <pqxx/except>
 
+#include <string_view>
 #include <utility>
 
 namespace pglease::detail {
@@ -35,6 +36,22 @@ void rethrow_fenced(std::exception_ptr ep, bool committing) {
                                  sqlstate};
         throw_for_sqlstate(e.what(), sqlstate);
     }
+}
+
+syncrep_notice_watch::syncrep_notice_watch(pqxx::connection_base& conn)
+    : pqxx::errorhandler{conn} {}
+
+bool syncrep_notice_watch::operator()(const char msg[]) noexcept {
+    if (std::string_view{msg}.find("wait for synchronous replication") != std::string_view::npos)
+        m_seen = true;
+    return true; // older handlers (stderr by default) see it too
+}
+
+void check_replicated(const syncrep_notice_watch& watch) {
+    if (watch.seen())
+        throw commit_unknown{"commit outcome unknown: the server committed locally after "
+                             "cancelling its wait for the synchronous standby; a failover may "
+                             "lose the transaction"};
 }
 
 bool is_eviction(const error& e) noexcept {

@@ -35,6 +35,27 @@ private:
     std::set<std::string>& m_sink;
 };
 
+/// Notices the server's warning that a commit stopped waiting for its
+/// synchronous standby ("canceling wait for synchronous replication ...":
+/// committed locally, maybe not replicated). PostgreSQL then reports
+/// success, so without this a grant or renewal could be believed that a
+/// failover loses (patroni#1412). The text is PostgreSQL's English one;
+/// with another lc_messages only the cancel itself is seen (see call()).
+class syncrep_watch final : public pqxx::errorhandler {
+public:
+    explicit syncrep_watch(pqxx::connection_base& conn)
+        : pqxx::errorhandler{conn} {}
+
+    bool operator()(const char msg[]) noexcept override {
+        const std::string_view text{msg};
+        if (text.find("wait for synchronous replication") != std::string_view::npos)
+            m_seen = true;
+        return true; // the older handlers (stderr) see it too
+    }
+
+    bool m_seen = false;
+};
+
 /// After a cancel request, how long the reply may take before the
 /// connection is shut down.
 constexpr std::chrono::milliseconds cancel_grace{200};
@@ -64,7 +85,8 @@ class pq_backend::wakeup : public detail::wakeup_pipe {};
 /// One open session; the receiver is declared last so it goes first.
 struct pq_backend::session {
     explicit session(const std::string& conninfo)
-        : conn{conninfo} {}
+        : conn{conninfo}
+        , syncrep{conn} {}
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) = delete;
@@ -75,6 +97,7 @@ struct pq_backend::session {
     }
 
     pqxx::connection conn;
+    syncrep_watch syncrep;
     std::unique_ptr<receiver> listener;
 };
 
@@ -120,7 +143,7 @@ pq_backend::session& pq_backend::live() {
     const bool reconnect = static_cast<bool>(m_session);
     drop();
     try {
-        auto fresh = std::make_unique<session>(m_conninfo);
+        auto fresh = std::make_shared<session>(m_conninfo);
         pqxx::nontransaction tx{fresh->conn};
         // Server-side backstop only: each call is bounded on the client side.
         const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
@@ -158,10 +181,30 @@ auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
     // it (waiting for a cancel in flight) before any handler below runs.
     detail::call_watchdog::outcome dog;
     try {
-        m_watchdog->arm(deadline, s.conn.sock(), [&conn = s.conn] { conn.cancel_query(); });
-        const detail::watch_guard guard{*m_watchdog, dog};
-        pqxx::nontransaction tx{s.conn};
-        return body(tx);
+        // The cancel owns the session: it may return after we dropped it.
+        m_watchdog->arm(deadline, s.conn.sock(), [keep = m_session] { keep->conn.cancel_query(); });
+        s.syncrep.m_seen = false;
+        auto result = [&] {
+            const detail::watch_guard guard{*m_watchdog, dog};
+            pqxx::nontransaction tx{s.conn};
+            return body(tx);
+        }();
+        // A reply after our cancel, or with the server's warning that the
+        // commit stopped waiting for its synchronous standby, is not an
+        // acknowledgment: the statement's commit may be lost in a failover.
+        // The lease resolves it (see commit_unknown): acquire again with the
+        // same identity, or let the local deadline run out.
+        const bool commits = std::string_view{what} != "lease_status"; // the one read-only call
+        if (commits && s.syncrep.m_seen)
+            throw commit_unknown{prefix + "the server committed without its synchronous "
+                                          "standby (its wait was cancelled): outcome unknown"};
+        if (commits && dog.cancelled)
+            throw commit_unknown{prefix + "the reply came after the call was cancelled at its "
+                                          "deadline (its commit may not be replicated): "
+                                          "outcome unknown"};
+        return result;
+    } catch (const commit_unknown&) {
+        throw;
     } catch (const pqxx::broken_connection& e) {
         drop();
         if (dog.severed)

@@ -184,6 +184,18 @@ TEST(CommandLine, Run) {
     const auto plain = parse({"run", "--lease", "x", "true"});
     ASSERT_EQ(plain.exit_code, -1) << plain.err;
     EXPECT_EQ(plain.command.run.command, std::vector<std::string>{"true"});
+    EXPECT_EQ(plain.command.run.connect_timeout, milliseconds{60000}); // the default
+}
+
+TEST(CommandLine, RunConnectTimeout) {
+    const auto r = parse({"run", "--lease", "x", "--connect-timeout", "2m", "--", "true"});
+    ASSERT_EQ(r.exit_code, -1) << r.err;
+    EXPECT_EQ(r.command.run.connect_timeout, milliseconds{120000});
+    const auto zero = parse({"run", "--lease", "x", "--connect-timeout", "0s", "--", "true"});
+    ASSERT_EQ(zero.exit_code, -1) << zero.err;
+    EXPECT_EQ(zero.command.run.connect_timeout, milliseconds{0});
+    EXPECT_EQ(parse({"run", "--lease", "x", "--connect-timeout", "soon", "--", "true"}).exit_code,
+              2);
 }
 
 TEST(CommandLine, UsageErrorsAreTwo) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 
 namespace pglease::test {
@@ -87,6 +88,29 @@ TEST(call_watchdog, a_cancel_that_does_not_land_shuts_the_socket_down) {
     EXPECT_TRUE(done.severed);
     EXPECT_GE(took, 350ms);
     EXPECT_LT(took, 900ms);
+}
+
+// A cancel request that blocks (PQcancel to a SIGSTOPped or unreachable
+// postmaster: it waits as long as the server is frozen) must not hold the
+// call: the socket is shut down one grace period after the deadline, and
+// disarm() does not wait for the cancel either (it owns what it uses).
+TEST(call_watchdog, a_cancel_that_blocks_does_not_hold_the_call) {
+    socket_pair s;
+    call_watchdog dog{150ms};
+    auto cancels = std::make_shared<std::atomic<int>>(0);
+    const auto start = steady::now();
+    dog.arm(start + 200ms, s.fd[0], [cancels] {
+        ++*cancels;
+        std::this_thread::sleep_for(3s); // the frozen server never answers
+    });
+    EXPECT_EQ(s.wait_reply(), 0); // EOF: shut down
+    const auto done = dog.disarm();
+    const auto took = steady::now() - start;
+    EXPECT_EQ(cancels->load(), 1);
+    EXPECT_TRUE(done.cancelled);
+    EXPECT_TRUE(done.severed);
+    EXPECT_GE(took, 350ms);
+    EXPECT_LT(took, 900ms); // not the 3 s the cancel takes
 }
 
 TEST(call_watchdog, is_reusable_call_after_call) {

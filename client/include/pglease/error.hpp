@@ -105,8 +105,15 @@ public:
     using lease_lost::lease_lost;
 };
 
-/// The connection to the server broke (or the server closed it) before the
-/// transaction could commit: nothing was committed, retrying is safe.
+/// The connection to the server broke (or the server closed it, or none
+/// could be made). From run_fenced(): before COMMIT was sent, so nothing
+/// was committed and retrying is safe. From a lease call (acquire, renew,
+/// release: one autocommit statement each), the statement may have
+/// committed before its reply was lost; the lease resolves that without
+/// guessing: acquiring again with the same identity returns the same epoch
+/// while that grant is unexpired, a renew of unknown outcome never moves
+/// the local deadline (it counts from the last renew known to succeed), and
+/// a release of unknown outcome leaves the grant to expire.
 class connection_lost : public error {
 public:
     using error::error;

@@ -13,6 +13,7 @@
 #include "pglease/error.hpp"
 
 #include <pqxx/connection_base>
+#include <pqxx/errorhandler>
 #include <pqxx/transaction>
 
 #include <cstdint>
@@ -47,6 +48,25 @@ void declare_token(pqxx::transaction_base& tx, const fence_token& token);
 [[nodiscard]] bool is_eviction(const error& e) noexcept;
 /// Throws lease_evicted for @p e (a failure of a transaction fenced by @p token).
 [[noreturn]] void throw_evicted(const error& e, const fence_token& token);
+
+/// While it lives, notes the server's warning that a COMMIT stopped waiting
+/// for its synchronous standby ("canceling wait for synchronous
+/// replication": your statement_timeout, a pg_cancel_backend, a shutdown).
+/// PostgreSQL then reports the COMMIT as a success although the standby may
+/// not have the transaction, so a failover can lose it (patroni#1412):
+/// run_fenced() reports that as commit_unknown, not as success.
+class syncrep_notice_watch final : public pqxx::errorhandler {
+public:
+    explicit syncrep_notice_watch(pqxx::connection_base& conn);
+    bool operator()(const char msg[]) noexcept override;
+    [[nodiscard]] bool seen() const noexcept { return m_seen; }
+
+private:
+    bool m_seen = false;
+};
+
+/// Throws commit_unknown when @p watch saw the warning.
+void check_replicated(const syncrep_notice_watch& watch);
 } // namespace detail
 
 /// Runs @p fn(tx) in a new pqxx::work on @p conn whose first statement is
@@ -79,6 +99,7 @@ auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn)
     -> std::invoke_result_t<F, pqxx::work&> {
     using result_type = std::invoke_result_t<F, pqxx::work&>;
     bool committing = false;
+    const detail::syncrep_notice_watch watch{conn};
     try {
         pqxx::work tx{conn, "pglease_fenced"};
         detail::declare_token(tx, token);
@@ -86,10 +107,12 @@ auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn)
             std::invoke(std::forward<F>(fn), tx);
             committing = true;
             tx.commit();
+            detail::check_replicated(watch);
         } else {
             result_type result = std::invoke(std::forward<F>(fn), tx);
             committing = true;
             tx.commit();
+            detail::check_replicated(watch);
             return result;
         }
     } catch (...) {

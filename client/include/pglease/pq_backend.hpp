@@ -86,7 +86,7 @@ private:
     std::string m_conninfo;
     std::unique_ptr<wakeup> m_wakeup;
     std::unique_ptr<detail::call_watchdog> m_watchdog;
-    std::unique_ptr<session> m_session;
+    std::shared_ptr<session> m_session; ///< shared with a cancel request in flight
     bool m_listen_wanted = false;
     /// Names seen in notifications not consumed yet; "*" = unparsable payload.
     std::set<std::string> m_changed;

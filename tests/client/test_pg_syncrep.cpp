@@ -1,0 +1,93 @@
+// Against a server whose synchronous standby never answers
+// (synchronous_standby_names = 'nobody'; tests/client/syncrep.sh starts
+// one): a COMMIT whose wait for the standby is cancelled is committed
+// locally and reported by PostgreSQL as a success with a WARNING. Neither
+// run_fenced() nor a lease call may take that for an acknowledgment: both
+// report commit_unknown (patroni#1412: a failover can lose such commits).
+#include <pglease/pglease.hpp>
+#include <pqxx/pqxx>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string unique(const char* prefix) {
+    return std::string{prefix} + "_" + std::to_string(::getpid()) + "_" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+/// Cancels backend @p pid after @p delay, from a connection of its own, as
+/// pg_cancel_backend() or a client's cancel request would (statement_timeout
+/// does not: it is disarmed before the commit of the statement).
+std::thread cancel_after(int pid, std::chrono::milliseconds delay) {
+    return std::thread{[pid, delay] {
+        std::this_thread::sleep_for(delay);
+        pqxx::connection c{""};
+        pqxx::nontransaction tx{c};
+        tx.exec("SELECT pg_cancel_backend(" + std::to_string(pid) + ")");
+    }};
+}
+
+TEST(SyncRep, ServerWaitsForAStandbyThatNeverAnswers) {
+    pqxx::connection c{""};
+    pqxx::nontransaction tx{c};
+    EXPECT_EQ(tx.exec1("SHOW synchronous_standby_names")[0].as<std::string>(), "nobody");
+}
+
+TEST(SyncRep, FencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
+    const std::string lease = unique("syncrep"), table = unique("syncrep_t");
+    pqxx::connection admin{""};
+    {
+        pqxx::nontransaction tx{admin};
+        // Setup without waiting for the standby that never comes.
+        tx.exec("SET synchronous_commit = local");
+        tx.exec("CREATE TABLE " + table + " (id int, epoch bigint)");
+        tx.exec("SELECT lease_fence('" + table + "', '" + lease + "')");
+    }
+    std::int64_t epoch = 0;
+    {
+        // pg_lease raises synchronous_commit for its own grants: this one is
+        // committed by cancelling its wait for the standby.
+        auto canceller = cancel_after(admin.backendpid(), 300ms);
+        pqxx::nontransaction tx{admin};
+        epoch = tx.exec1("SELECT epoch FROM lease_acquire('" + lease + "', 'me', '1 min')")[0]
+                    .as<std::int64_t>();
+        canceller.join();
+    }
+    ASSERT_GT(epoch, 0);
+
+    pqxx::connection app{""};
+    auto canceller = cancel_after(app.backendpid(), 300ms); // cancels the COMMIT's wait
+    EXPECT_THROW(pglease::run_fenced(app, {lease, epoch, {}},
+                                     [&](pqxx::work& tx) {
+                                         tx.exec("INSERT INTO " + table + " VALUES (1, " +
+                                                 std::to_string(epoch) + ")");
+                                     }),
+                 pglease::commit_unknown);
+    canceller.join();
+    // It did commit locally: that is why it is "unknown", not "failed".
+    pqxx::nontransaction check{admin};
+    EXPECT_EQ(check.exec1("SELECT count(*) FROM " + table)[0].as<int>(), 1);
+}
+
+TEST(SyncRep, LeaseCallAnsweredAfterItsCancelIsNotAGrant) {
+    pglease::connection_options o;
+    o.conninfo = "";
+    o.call_timeout = 300ms;
+    o.acquire_timeout = 300ms;
+    auto db = std::make_shared<pglease::pq_backend>(o);
+    pglease::lease_options lo;
+    lo.identity = "syncrep-client";
+    lo.ttl = 5s;
+    pglease::lease l{*db, unique("syncrep_l"), lo};
+    EXPECT_THROW((void)l.acquire(), pglease::commit_unknown);
+    EXPECT_FALSE(l.held());
+}
+
+} // namespace
