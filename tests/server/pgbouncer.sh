@@ -18,8 +18,16 @@ server_port=$PGPORT
 
 dir=$(pg_cluster_dir pgbouncer)
 mkdir -p "$dir"
-bouncer_port=$(pg_free_port)
-cat >"$dir/pgbouncer.ini" <<INI
+echo '"postgres" ""' >"$dir/userlist.txt"
+stop_bouncer() { [ -f "$dir/pgbouncer.pid" ] && kill "$(cat "$dir/pgbouncer.pid")" 2>/dev/null; pg_cluster_stop_all; }
+trap stop_bouncer EXIT
+
+# start_bouncer: on a free port; false if it does not answer within 10 s
+# (a port taken between choosing and binding, say), with its log shown.
+start_bouncer()
+{
+	bouncer_port=$(pg_free_port)
+	cat >"$dir/pgbouncer.ini" <<INI
 [databases]
 * = host=127.0.0.1 port=$server_port
 [pgbouncer]
@@ -34,13 +42,24 @@ max_client_conn = 50
 logfile = $dir/pgbouncer.log
 pidfile = $dir/pgbouncer.pid
 INI
-echo '"postgres" ""' >"$dir/userlist.txt"
-[ "$(id -u)" -eq 0 ] && chown -R postgres: "$dir"
-stop_bouncer() { [ -f "$dir/pgbouncer.pid" ] && kill "$(cat "$dir/pgbouncer.pid")" 2>/dev/null; pg_cluster_stop_all; }
-trap stop_bouncer EXIT
-pg_as_owner pgbouncer -d "$dir/pgbouncer.ini"
+	[ "$(id -u)" -eq 0 ] && chown -R postgres: "$dir"
+	pg_as_owner pgbouncer -d "$dir/pgbouncer.ini" || true
+	for _ in $(seq 1 100); do
+		PGPORT=$bouncer_port q "SELECT 1" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "pgbouncer did not answer on port $bouncer_port:" >&2
+	tail -5 "$dir/pgbouncer.log" >&2 2>/dev/null || true
+	[ -f "$dir/pgbouncer.pid" ] && kill "$(cat "$dir/pgbouncer.pid")" 2>/dev/null
+	rm -f "$dir/pgbouncer.pid"
+	return 1
+}
+started=false
+for _ in 1 2 3; do
+	start_bouncer && { started=true; break; }
+done
+$started || { echo "pgbouncer would not start" >&2; exit 1; }
 export PGPORT=$bouncer_port
-for _ in $(seq 1 50); do q "SELECT 1" >/dev/null 2>&1 && break; sleep 0.1; done
 
 epoch=$(q "SELECT epoch FROM lease_acquire('pool', 'leader', '1h')")
 check "lease_use in a transaction passes through the pooler" \
