@@ -33,7 +33,7 @@ case "$target" in
 			"$root/client/cli/event.cpp" -o "$work/fuzz" ;;
 	cli_args)
 		"${cxx[@]}" -I"$root/client/cli" -I"$(pg_config --includedir)" "$here/fuzz_cli_args.cpp" \
-			"$root"/client/cli/{cli_parse,conninfo,duration,run_plan}.cpp -lpq -o "$work/fuzz" ;;
+			"$root"/client/cli/{cli_parse,conninfo,duration,http_endpoint,run_plan}.cpp -lpq -o "$work/fuzz" ;;
 	*)
 		echo "unknown fuzz target: $target" >&2
 		exit 2 ;;
