@@ -17,7 +17,7 @@ struct settings {
     std::string profile = "short";
     unsigned seed = 0;
     bool keep = false;
-    int duration_s = 3600;          ///< soak only
+    int duration_s = 600;           ///< soak only: the mixed schedule
     std::set<std::string> only;     ///< phases to run; empty: all
     std::set<std::string> disabled; ///< fault kinds whose nemesis does nothing
     std::string report;             ///< JSON report path

@@ -128,6 +128,12 @@ cluster& phase::add_standby(const std::vector<std::string>& extra) {
     return n;
 }
 
+void phase::use_fleet_load() {
+    m_listen = false;
+    m_sample_ms = 10;
+    m_write_interval_ms = 50;
+}
+
 void phase::use_pool() {
     m_pool = std::make_unique<bouncer>(m_dir, primary());
     m_pool->start();
@@ -150,6 +156,8 @@ int phase::spawn_worker(const std::string& lease, bool storm) {
                                   "--duration=3600000",
                                   "--workload=mixed",
                                   std::string{"--listen="} + (m_listen ? "1" : "0"),
+                                  "--sample=" + std::to_string(m_sample_ms),
+                                  "--write-interval=" + std::to_string(m_write_interval_ms),
                                   std::string{"--storm="} + (storm ? "1" : "0"),
                                   "--seed=" + std::to_string(m_rng())};
     const int pid = spawn(argv, m_env, m_dir + "/" + label + ".log");

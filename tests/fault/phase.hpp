@@ -42,6 +42,9 @@ public:
     void set_worker_env(std::vector<std::string> env) { m_env = std::move(env); }
     /// Workers connect through pgbouncer (transaction pooling, no LISTEN).
     void use_pool();
+    /// Hundreds of workers on 2 cores: no LISTEN (candidates poll at the
+    /// retry period), held() sampled every 10 ms, a write every 50 ms.
+    void use_fleet_load();
 
     int spawn_worker(const std::string& lease, bool storm);
     /// Replaces the (killed) process @p pid by a fresh worker on its lease.
@@ -100,6 +103,7 @@ private:
     std::string m_conninfo;
     std::vector<std::string> m_env;
     bool m_listen = true;
+    int m_sample_ms = 2, m_write_interval_ms = 20;
 };
 
 /// Sleeps @p ms, ending early when interrupted.

@@ -68,22 +68,24 @@ plan make_plan(const settings& s) {
     plan p;
     if (s.profile != "soak")
         return p;
-    // About a third of the time on a mixed schedule, the rest on the same
-    // kinds as the short profile with counts scaled up (the short profile's
-    // phases take about 340 s on 2 cores).
-    const double f = std::max(1.0, s.duration_s * 2.0 / 3.0 / 340.0);
-    p.mixed_s = s.duration_s / 3;
-    p.pause = static_cast<int>(8 * f);
-    p.kill = static_cast<int>(10 * f);
-    p.terminate = static_cast<int>(8 * f);
-    p.crash = static_cast<int>(6 * f);
-    p.clock = static_cast<int>(12 * f);
-    p.pause_in_txn = static_cast<int>(6 * f);
-    p.long_txn = static_cast<int>(4 * f);
-    p.storm16_s = static_cast<int>(15 * f);
-    p.storm64_s = static_cast<int>(18 * f);
-    p.pool_s = static_cast<int>(15 * f);
-    p.failover_async = p.failover_sync = static_cast<int>(5 * f);
+    // The long run's figures (issue 15): 250 pauses of 0.5-5 x ttl, 1,000
+    // backend kills (pg_terminate_backend of a renew or a write), 100
+    // crashes, clock steps up to +/-10 x ttl, 16 to 200 contenders. About an
+    // hour on 2 cores, plus the mixed schedule's --duration.
+    p.mixed_s = s.duration_s;
+    p.pause = 250;
+    p.kill = 100;
+    p.terminate = 500;
+    p.crash = 100;
+    p.clock = 40;
+    p.clock_max_ttls = 10;
+    p.pause_in_txn = 20;
+    p.long_txn = 10;
+    p.storm16_s = 60;
+    p.storm64_s = 90;
+    p.storm200_s = 180;
+    p.pool_s = 60;
+    p.failover_async = p.failover_sync = 10;
     return p;
 }
 
@@ -219,7 +221,7 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
              true,
              [&](phase& ph) {
                  int offset = 0, fwd = 0, back = 0;
-                 static const int sizes[] = {2, 3, 5};
+                 const int sizes[] = {2, 3, p.clock_max_ttls};
                  // forward by k, back to true time; back by k, forward to true time
                  for (int i = 0; (fwd < half || back < half || offset != 0) && i < 4 * half + 4 &&
                                  !interrupted();
@@ -266,13 +268,26 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
 
     auto storm = [&](const std::string& name, int workers, int nleases, int seconds, bool pool,
                      int min_kills) {
-        phase ph{s, name, rng};
+        // Hundreds of contenders on 2 cores: configured as a large fleet
+        // would be, with a longer ttl (so each holds longer before it
+        // resigns and reconnects) and a slower retry.
+        settings fleet = s;
+        if (workers > 64) {
+            fleet.ttl_ms = 3 * s.ttl_ms;
+            fleet.renew_deadline_ms = 3 * s.renew_deadline_ms;
+            fleet.retry_ms = 5 * s.retry_ms / 2;
+        }
+        phase ph{fleet, name, rng};
         std::vector<std::string> leases;
         for (int i = 0; i < nleases; ++i)
             leases.push_back("l" + std::to_string(i));
-        ph.start_primary(leases, false);
+        // Each contender holds an elector and a write session.
+        ph.start_primary(leases, false,
+                         {"max_connections = " + std::to_string(std::max(320, 3 * workers + 40))});
         if (pool)
             ph.use_pool();
+        if (workers > 64)
+            ph.use_fleet_load();
         for (int i = 0; i < workers; ++i)
             ph.spawn_worker(leases[static_cast<std::size_t>(i % nleases)], true);
         const auto end = mono_ns() + std::int64_t{seconds} * 1000000000;
@@ -282,11 +297,14 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
             ++planned;
             inject_kill(ph, ph.pick(leases), true, name);
         }
-        settle(2 * ttl);
+        settle(2 * fleet.ttl_ms);
         return ph.finish({}, floors({{name, min_kills}}, 20, 200, 5), {{name, planned}});
     };
     run("storm16", [&] { return storm("storm16", 16, 4, p.storm16_s, false, p.storm16_s / 3); });
     run("storm64", [&] { return storm("storm64", 64, 4, p.storm64_s, false, p.storm64_s / 3); });
+    if (p.storm200_s > 0)
+        run("storm200",
+            [&] { return storm("storm200", 200, 8, p.storm200_s, false, p.storm200_s / 9); });
     run("pgbouncer", [&] { return storm("pgbouncer", 16, 2, p.pool_s, true, p.pool_s / 3); });
 
     auto failover = [&](bool sync) {

@@ -15,12 +15,14 @@ namespace fault {
 struct plan {
     int pause = 8, kill = 10, terminate = 8, crash = 6, clock = 12;
     int pause_in_txn = 6, long_txn = 4;
-    int storm16_s = 15, storm64_s = 18, pool_s = 15, storm_kill_every_ms = 1800;
+    int storm16_s = 15, storm64_s = 18, storm200_s = 0, pool_s = 15, storm_kill_every_ms = 1800;
     int failover_async = 5, failover_sync = 5;
-    int mixed_s = 0; ///< soak: a mixed schedule of the single-cluster faults
+    int mixed_s = 0;              ///< soak: a mixed schedule of the single-cluster faults
+    int clock_max_ttls = 5;       ///< largest clock step, in ttls
 };
 
-/// The short profile's plan, or the soak's scaled to @p s.duration_s.
+/// The short profile's plan, or the soak's: fixed counts that reach the
+/// figures docs/safety.md states, plus @p s.duration_s of mixed schedule.
 plan make_plan(const settings& s);
 
 /// Runs the selected phases; returns their recorded histories.

@@ -33,7 +33,7 @@ void on_hook(int sig) {
     g_hook.store(sig - SIGRTMIN + 1);
 }
 
-/// Samples elector::leading() every 2 ms and records transitions (held
+/// Samples elector::leading() every sample_ms (2 ms) and records transitions (held
 /// v=true with the time read after the first true sample; v=false with
 /// tl = the time read before the last true sample) and a heartbeat every
 /// 50 ms while true (the time read before a true sample), so every
@@ -94,7 +94,7 @@ void sampler(const worker_settings& s, history_file& h, worker_state& st) {
         if (now)
             last_true = before;
         was = now;
-        sleep_ms(2);
+        sleep_ms(s.sample_ms);
     }
 }
 
@@ -125,6 +125,8 @@ worker_settings parse_worker_args(int argc, char** argv) {
             s.retry_ms = std::stoi(v);
         else if (k == "write-interval")
             s.write_interval_ms = std::stoi(v);
+        else if (k == "sample")
+            s.sample_ms = std::stoi(v);
         else if (k == "duration")
             s.duration_ms = std::stoi(v);
         else if (k == "listen")
@@ -205,7 +207,8 @@ int run_worker(const worker_settings& s) {
         el.start();
         std::int64_t until = end;
         if (s.storm) {
-            std::uniform_int_distribution<int> hold{300, 3000};
+            // Holds for 0.3-3 x ttl (a fleet with a longer ttl churns less).
+            std::uniform_int_distribution<int> hold{3 * s.ttl_ms / 10, 3 * s.ttl_ms};
             until = std::min(end, mono_ns() + static_cast<std::int64_t>(hold(rng)) * 1000000);
         }
         while (!g_stop.load() && mono_ns() < until)

@@ -20,6 +20,7 @@ struct worker_settings {
     int renew_deadline_ms = 600;
     int retry_ms = 200;
     int write_interval_ms = 20;
+    int sample_ms = 2;       ///< how often held() is sampled
     int duration_ms = 60000; ///< the worker exits by itself after this
     bool listen = true;      ///< false through a transaction pooler
     bool storm = false;      ///< random resign / campaign again
