@@ -24,8 +24,16 @@ Invariants (a violation fails the run):
       replication) losses are counted instead, and must be writes
       acknowledged before a fault (the tail Patroni may give up, bounded by
       maximum_lag_on_failover), never after the cluster was healthy again.
+  A1  Patroni's bound on asynchronous loss: at each crash, the promoted node
+      left the old timeline at most maximum_lag_on_failover bytes of WAL
+      behind the leader's position last published in the DCS (read just
+      before the kill). The WAL the old primary had flushed beyond that
+      point (what a failover can lose) is reported per fault, in bytes.
   L1  liveness: after each crash, the next acknowledged fenced write comes
-      within Patroni ttl + lease ttl + 5 s.
+      within Patroni ttl + lease ttl + 5 s; after each pause of the
+      primary node, within min(pause, Patroni ttl) + lease ttl + 5 s of
+      the pause's start (a leader's calls on the frozen node are bounded
+      by its lease, so it reconnects to the promoted node).
   C1  `pglease run`, restarted after each exit like systemd's
       Restart=always, never exits 1 (no primary yet): it waits.
 Prints the figures (writes, grants, losses, time to the next fenced write
@@ -204,6 +212,24 @@ def main():
             if not ok:
                 violation(f"I4: write {w[1]} acked at {w[0]:.3f} lost, not in the window of any fault")
 
+    # A1: the promoted node's switch point against the DCS optime.
+    wal = []  # (fault time, kind, flushed, dcs optime, switch point)
+    max_lag = settings["maximum_lag_on_failover"]
+    for t, kind, rest in faults:
+        if kind != "wal":
+            continue
+        f = rest.split()
+        vals = dict(zip(f[1::2], f[2::2]))
+        nums = {k: int(v) if v.lstrip("-").isdigit() else None for k, v in vals.items()}
+        wal.append((t, f[0], nums.get("flushed"), nums.get("dcs_optime"), nums.get("switchpoint")))
+        if nums.get("dcs_optime") is None or nums.get("switchpoint") is None:
+            violation(f"A1: {f[0]} at {t:.3f}: WAL positions not recorded ({rest})")
+        elif nums["switchpoint"] < nums["dcs_optime"] - max_lag:
+            violation(f"A1: {f[0]} at {t:.3f}: the promoted node left the timeline "
+                      f"{nums['dcs_optime'] - nums['switchpoint']} bytes behind the DCS optime, more than "
+                      f"maximum_lag_on_failover {max_lag}")
+    lost_wal = [max(0, fl - sw) for _, _, fl, _, sw in wal if fl is not None and sw is not None]
+
     # L1 and outage figures.
     ack_sorted = sorted(w[0] for w in writes)
     per_fault = []
@@ -229,6 +255,14 @@ def main():
         per_fault.append({"kind": kind, "t": ft, "next_write_s": nxt, "max_gap_s": gaps, "lost_writes": lost_here})
         if kind.startswith("crash") and (nxt is None or nxt > bound):
             violation(f"L1: crash at {ft:.3f}: next fenced write after {nxt} s, bound {bound} s")
+        if kind == "pause":
+            # Writes acknowledged in the pause's first instant left the node
+            # before it stopped: the outage is the longest gap per lease.
+            pause_bound = min(settings["pause_s"], settings["patroni_ttl_s"]) + settings["lease_ttl_ms"] / 1000 + 5
+            for lease, g in gaps.items():
+                if g is None or g > pause_bound:
+                    violation(f"L1: pause at {ft:.3f}: lease {lease} had no acknowledged fenced write for "
+                              f"{g} s, bound {pause_bound} s")
 
     # pglease run restarts: how often it exited, and with which status.
     exits = {}
@@ -263,6 +297,7 @@ def main():
         "faults": per_fault,
         "next_write_p50_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 50) for k in ("crash", "crash-lag", "switchover", "pause")},
         "next_write_p99_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 99) for k in ("crash", "crash-lag", "switchover", "pause")},
+        "lost_wal_bytes": lost_wal,
         "pglease_run_exits": exits,
         "violations": violations,
     }
@@ -277,6 +312,9 @@ def main():
         nx = f"{f['next_write_s']:.2f}" if f["next_write_s"] is not None else "none"
         gaps = ", ".join(f"{k} {v:.2f}" if v is not None else f"{k} -" for k, v in f["max_gap_s"].items())
         print(f"ha:   {f['kind']:<10} next fenced write after {nx} s; longest pause per lease: {gaps}; lost {f['lost_writes']}")
+    if wal:
+        print(f"ha: WAL flushed on the old primary but not on the promoted node, per crash (bytes): {lost_wal}; "
+              f"maximum_lag_on_failover {max_lag}")
     print(f"ha: commit_unknown outcomes: {len(unknown)} ({unknown_landed} of them committed); "
           f"failed writes that committed anyway: {failed_landed}")
     print(f"ha: pglease run exit codes (count): {exits}")

@@ -116,6 +116,7 @@ ha_start_node()
 ha_start()
 {
 	local mode=$1 dcs=${2:-etcd3} n
+	HA_DCS=$dcs
 	HA_ROOT=${HA_ROOT:-$(mktemp -d /tmp/pg_lease_ha.XXXXXX)}
 	chmod 0755 "$HA_ROOT"
 	HA_ETCD_PORT=$(pg_free_port)
@@ -228,6 +229,40 @@ ha_pause()
 	sleep "$2"
 	# shellcheck disable=SC2086
 	kill -CONT $pids 2>/dev/null || true
+}
+
+# ha_wal_flushed N: node N's flushed WAL position in bytes, an upper bound
+# of what it can have acknowledged.
+ha_wal_flushed()
+{
+	psql -X -A -t -q -h 127.0.0.1 -p "${HA_PG_PORT[$1]}" -U postgres -d postgres -c \
+		"SELECT pg_wal_lsn_diff(pg_current_wal_flush_lsn(), '0/0')::bigint" 2>/dev/null
+}
+
+# ha_dcs_optime: the leader's WAL position as Patroni last published it in
+# the DCS (the /status key). Patroni promotes no standby that is further
+# behind it than maximum_lag_on_failover.
+ha_dcs_optime()
+{
+	local key=/service/ha$$/status
+	if [ "$HA_DCS" = etcd ]; then
+		curl -sf -m 2 "http://127.0.0.1:$HA_ETCD_PORT/v2/keys$key" | jq -r '.node.value | fromjson | .optime'
+	else
+		curl -sf -m 2 -XPOST "http://127.0.0.1:$HA_ETCD_PORT/v3/kv/range" \
+			-d "{\"key\":\"$(printf %s "$key" | base64 -w0)\"}" | jq -r '.kvs[0].value | @base64d | fromjson | .optime'
+	fi
+}
+
+# ha_switchpoint N TL: where node N's history left timeline TL (its newest
+# timeline history file), in bytes: the end of what it had received.
+ha_switchpoint()
+{
+	psql -X -A -t -q -h 127.0.0.1 -p "${HA_PG_PORT[$1]}" -U postgres -d postgres -v tl="$2" 2>/dev/null <<'SQL'
+SELECT pg_wal_lsn_diff(split_part(l, E'\t', 2)::pg_lsn, '0/0')::bigint
+FROM regexp_split_to_table(pg_read_file('pg_wal/' ||
+	(SELECT name FROM pg_ls_waldir() WHERE name ~ '\.history$' ORDER BY name DESC LIMIT 1)), E'\n') AS l
+WHERE split_part(l, E'\t', 1) = :'tl';
+SQL
 }
 
 # ha_switchover: planned, through the leader's REST API; any candidate.

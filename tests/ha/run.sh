@@ -179,11 +179,13 @@ for f in "${fault_list[@]}"; do
 	tl=$(ha_timeline "$p")
 	case $f in
 	crash)
+		flushed=$(ha_wal_flushed "$p" || true) optime=$(ha_dcs_optime || true)
 		ha_crash "$p"
 		fault_log "crash $p timeline $tl"
 		ha_wait 60 ha_primary_is_not "$p" || { ha_log "no new primary after crash of $p"; exit 1; }
 		np=$(ha_primary)
 		fault_log "promoted $np timeline $(ha_timeline "$np")"
+		fault_log "wal crash flushed ${flushed:-?} dcs_optime ${optime:-?} switchpoint $(ha_switchpoint "$np" "$tl" || true)"
 		sleep 2
 		ha_start_node "$p"
 		fault_log "restarted $p"
@@ -200,11 +202,13 @@ for f in "${fault_list[@]}"; do
 		kill -STOP "${walsnd[@]}" 2>/dev/null || true
 		fault_log "primary's WAL senders stopped (${walsnd[*]}) for ${LAG_S}s"
 		sleep "$LAG_S"
+		flushed=$(ha_wal_flushed "$p" || true) optime=$(ha_dcs_optime || true)
 		ha_crash "$p"
 		fault_log "crash-lag $p timeline $tl"
 		ha_wait 60 ha_primary_is_not "$p" || { ha_log "no new primary after crash of $p"; exit 1; }
 		np=$(ha_primary)
 		fault_log "promoted $np timeline $(ha_timeline "$np")"
+		fault_log "wal crash-lag flushed ${flushed:-?} dcs_optime ${optime:-?} switchpoint $(ha_switchpoint "$np" "$tl" || true)"
 		sleep 2
 		ha_start_node "$p"
 		fault_log "restarted $p"
