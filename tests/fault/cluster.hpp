@@ -24,6 +24,8 @@ public:
     /// Starts the postmaster; under libfaketime (wall clock only) when
     /// @p faketime, reading offsets from clock_file().
     void start(bool faketime = false);
+    /// Whether it was last started under libfaketime (a restart keeps it).
+    [[nodiscard]] bool faketime() const noexcept { return m_faketime; }
     /// pg_ctl stop -m @p mode (fast, immediate).
     void stop(const std::string& mode);
     /// pg_ctl promote -w.
