@@ -21,7 +21,8 @@ call_watchdog::~call_watchdog() {
         m_thread.join();
 }
 
-void call_watchdog::arm(time_point deadline, int sock, std::function<void()> cancel) {
+void call_watchdog::arm(time_point deadline, int sock, std::function<void()> cancel,
+                        std::function<time_point()> extend) {
     {
         const std::lock_guard lock{m_mutex};
         m_armed = true;
@@ -29,6 +30,7 @@ void call_watchdog::arm(time_point deadline, int sock, std::function<void()> can
         m_deadline = deadline;
         m_sock = sock;
         m_cancel = std::move(cancel);
+        m_extend = std::move(extend);
         m_done = {};
         if (!m_thread.joinable())
             m_thread = std::thread{[this] { run(); }};
@@ -52,6 +54,7 @@ call_watchdog::outcome call_watchdog::disarm() noexcept {
         m_inflight.reset();
     }
     m_cancel = nullptr; // a cancel in flight has its own copy
+    m_extend = nullptr;
     m_sock = -1;
     const outcome done = m_done;
     m_done = {};
@@ -70,6 +73,15 @@ void call_watchdog::run() noexcept {
         // 1. Wait for the deadline (or the call to end).
         if (m_cv.wait_until(lock, m_deadline, changed))
             continue;
+        //    Unless the deadline moved meanwhile (asked only now, so the
+        //    call costs nothing while it stays within the first one).
+        if (m_extend) {
+            const time_point later = m_extend();
+            if (later > m_deadline) {
+                m_deadline = later;
+                continue;
+            }
+        }
         // 2. Ask the server to cancel the statement. PQcancel blocks (it
         //    opens a connection of its own and waits for the postmaster to
         //    close it): a SIGSTOPped or frozen server, or a partition, can
