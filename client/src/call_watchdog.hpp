@@ -78,6 +78,9 @@ private:
     bool m_armed = false;
     std::uint64_t m_generation = 0;
     time_point m_deadline{};
+    /// What the thread waits for: max() no call, a deadline, min() busy
+    /// past one (cancelling or severing).
+    time_point m_waiting_until = time_point::min();
     int m_sock = -1;
     std::function<void()> m_cancel;
     std::function<time_point()> m_extend;

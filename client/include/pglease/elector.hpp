@@ -53,7 +53,7 @@ namespace pglease {
 ///   cfg.lease_name = "billing-worker";
 ///   cfg.callbacks.on_started_leading = [&](std::int64_t, pglease::stop_token stop) {
 ///       while (!stop.wait_for(std::chrono::seconds{1}))
-///           elector->run_fenced(app, [](pqxx::work& tx) { tx.exec0("..."); });
+///           elector->run_fenced(app, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
 ///   };
 ///   cfg.callbacks.on_stopped_leading = [] { std::puts("not leading"); };
 ///   pglease::elector e{cfg};

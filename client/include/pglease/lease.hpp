@@ -43,7 +43,7 @@ namespace pglease {
 ///   pglease::pq_backend db{{}};
 ///   pglease::lease job{db, "nightly-report"};
 ///   if (job.acquire_for(std::chrono::seconds{30})) {
-///       job.run_fenced(app_conn, [](pqxx::work& tx) { tx.exec0("..."); });
+///       job.run_fenced(app_conn, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
 ///       job.release();
 ///   }
 /// @endcode
