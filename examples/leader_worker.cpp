@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
         pqxx::connection app{config.connection.conninfo}; // the work's own connection
         while (!stop.wait_for(std::chrono::seconds{1})) {
             try {
-                self->run_fenced(app, [](pqxx::work& tx) {
+                self->run_fenced(app, [](pqxx::transaction_base& tx) {
                     tx.exec0("INSERT INTO ticks (epoch) SELECT 0"); // the fence stamps the epoch
                 });
             } catch (const pglease::lease_lost& e) {

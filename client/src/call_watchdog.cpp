@@ -21,7 +21,9 @@ call_watchdog::~call_watchdog() {
         m_thread.join();
 }
 
-void call_watchdog::arm(time_point deadline, int sock, std::function<void()> cancel) {
+void call_watchdog::arm(time_point deadline, int sock, std::function<void()> cancel,
+                        std::function<time_point()> extend) {
+    bool wake = false;
     {
         const std::lock_guard lock{m_mutex};
         m_armed = true;
@@ -29,18 +31,28 @@ void call_watchdog::arm(time_point deadline, int sock, std::function<void()> can
         m_deadline = deadline;
         m_sock = sock;
         m_cancel = std::move(cancel);
+        m_extend = std::move(extend);
         m_done = {};
         if (!m_thread.joinable())
             m_thread = std::thread{[this] { run(); }};
+        // A thread that waits for this deadline or an earlier one wakes by
+        // itself, sees the new call and waits again: no wake-up (and no
+        // context switch) per call while the deadline stays put.
+        wake = m_waiting_until == time_point::min() || deadline < m_waiting_until;
     }
-    m_cv.notify_all();
+    if (wake)
+        m_cv.notify_all();
 }
 
 call_watchdog::outcome call_watchdog::disarm() noexcept {
     std::unique_lock lock{m_mutex};
     m_armed = false;
     ++m_generation;
-    m_cv.notify_all();
+    // Waiting for the deadline, the thread need not wake now: at the
+    // deadline it finds the generation changed and does nothing. Past it
+    // (cancelling, severing) it must stop at once.
+    if (m_waiting_until == time_point::min())
+        m_cv.notify_all();
     // A cancel request in flight usually returns at once: wait for it (at
     // most the grace period), so it cannot land on the connection's next
     // statement. One stuck on a frozen server is left behind: it owns what
@@ -52,6 +64,7 @@ call_watchdog::outcome call_watchdog::disarm() noexcept {
         m_inflight.reset();
     }
     m_cancel = nullptr; // a cancel in flight has its own copy
+    m_extend = nullptr;
     m_sock = -1;
     const outcome done = m_done;
     m_done = {};
@@ -62,14 +75,26 @@ void call_watchdog::run() noexcept {
     std::unique_lock lock{m_mutex};
     while (!m_stopping) {
         if (!m_armed) {
+            m_waiting_until = time_point::max();
             m_cv.wait(lock);
             continue;
         }
         const std::uint64_t generation = m_generation;
         const auto changed = [&] { return m_stopping || m_generation != generation; };
         // 1. Wait for the deadline (or the call to end).
+        m_waiting_until = m_deadline;
         if (m_cv.wait_until(lock, m_deadline, changed))
             continue;
+        //    Unless the deadline moved meanwhile (asked only now, so the
+        //    call costs nothing while it stays within the first one).
+        if (m_extend) {
+            const time_point later = m_extend();
+            if (later > m_deadline) {
+                m_deadline = later;
+                continue;
+            }
+        }
+        m_waiting_until = time_point::min(); // busy with this call: wake me for any change
         // 2. Ask the server to cancel the statement. PQcancel blocks (it
         //    opens a connection of its own and waits for the postmaster to
         //    close it): a SIGSTOPped or frozen server, or a partition, can

@@ -55,7 +55,13 @@ public:
     /// end the call within @p grace. @p sock stays valid until disarm()
     /// returned; @p cancel must own what it uses (a cancel stuck on a
     /// frozen server may return long after disarm()).
-    void arm(time_point deadline, int sock, std::function<void()> cancel);
+    ///
+    /// @p extend, when set, is asked at the deadline (on the watchdog's
+    /// thread, until disarm() returned) whether the deadline moved: a later
+    /// time point than the current deadline postpones the cancel to it (a
+    /// lease renewed meanwhile), anything else lets it go ahead.
+    void arm(time_point deadline, int sock, std::function<void()> cancel,
+             std::function<time_point()> extend = {});
 
     /// Ends the watch. Waits at most the grace period for a cancel request
     /// in flight (one stuck on a frozen server is left behind: it owns what
@@ -72,8 +78,12 @@ private:
     bool m_armed = false;
     std::uint64_t m_generation = 0;
     time_point m_deadline{};
+    /// What the thread waits for: max() no call, a deadline, min() busy
+    /// past one (cancelling or severing).
+    time_point m_waiting_until = time_point::min();
     int m_sock = -1;
     std::function<void()> m_cancel;
+    std::function<time_point()> m_extend;
     std::shared_ptr<std::atomic<bool>> m_inflight; ///< set when the last cancel returned
     outcome m_done;
     std::thread m_thread;

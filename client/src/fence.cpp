@@ -61,7 +61,9 @@ bool is_eviction(const error& e) noexcept {
 void throw_evicted(const error& e, const fence_token& token) {
     throw lease_evicted{"fenced transaction of lease \"" + token.lease_name + "\" (epoch " +
                             std::to_string(token.epoch) +
-                            ") was ended by a takeover after the lease ran out: " + e.what(),
+                            ") was ended after the lease ran out (by a takeover, or at "
+                            "run_fenced's deadline): " +
+                            e.what(),
                         e.sqlstate()};
 }
 

@@ -153,4 +153,21 @@ fence_token lease::token() const {
     return fence_token{m_name, epoch, m_schema};
 }
 
+detail::fence_bound lease::fenced_bound(std::int64_t epoch) const {
+    using steady = std::chrono::steady_clock;
+    // The local deadline of grant @p epoch + the grace, on the steady clock
+    // (min() once that grant is gone). Read on the watchdog's thread: the
+    // lease outlives the run_fenced() call that asks.
+    auto until = [this, epoch]() -> steady::time_point {
+        const rep d = m_deadline.load();
+        if (d == lost || m_epoch.load() != epoch)
+            return steady::time_point::min();
+        return to_steady(m_clock, clock::time_point{clock::duration{d}}) + fenced_grace;
+    };
+    const steady::time_point first = until();
+    if (first == steady::time_point::min()) // lost since token(): the grace only
+        return {steady::now() + fenced_grace, {}};
+    return {first, std::move(until)};
+}
+
 } // namespace pglease

@@ -38,7 +38,7 @@ public:
         , m_conn{conn} {}
 
     void mark_done(const std::string& job) override {
-        m_elector.run_fenced(m_conn, [&](pqxx::work& tx) {
+        m_elector.run_fenced(m_conn, [&](pqxx::transaction_base& tx) {
             tx.exec_params0("UPDATE jobs SET state = 'done' WHERE name = $1", job);
         });
     }

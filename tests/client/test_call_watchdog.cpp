@@ -128,5 +128,49 @@ TEST(call_watchdog, is_reusable_call_after_call) {
     }
 }
 
+// run_fenced() of a lease: the deadline is the lease's, which a renewal
+// moves. Asked at the first deadline, a later one postpones the cancel.
+TEST(call_watchdog, a_deadline_moved_meanwhile_postpones_the_cancel) {
+    socket_pair s;
+    call_watchdog dog{100ms};
+    const auto start = steady::now();
+    std::atomic<int> asked{0};
+    dog.arm(
+        start + 100ms, s.fd[0],
+        [&] {
+            const char b = 'e';
+            (void)::send(s.fd[1], &b, 1, 0);
+        },
+        [&] {
+            ++asked;
+            return start + 400ms; // renewed: later
+        });
+    EXPECT_EQ(s.wait_reply(), 1);
+    const auto took = steady::now() - start;
+    const auto done = dog.disarm();
+    EXPECT_TRUE(done.cancelled);
+    EXPECT_GE(took, 400ms);
+    EXPECT_LT(took, 900ms);
+    EXPECT_GE(asked.load(), 2); // at 100 ms, and at 400 ms (no later one then)
+}
+
+TEST(call_watchdog, a_deadline_that_did_not_move_lets_the_cancel_go) {
+    socket_pair s;
+    call_watchdog dog{100ms};
+    const auto start = steady::now();
+    dog.arm(
+        start + 150ms, s.fd[0],
+        [&] {
+            const char b = 'e';
+            (void)::send(s.fd[1], &b, 1, 0);
+        },
+        [] { return steady::time_point::min(); }); // the lease is gone
+    EXPECT_EQ(s.wait_reply(), 1);
+    const auto took = steady::now() - start;
+    EXPECT_TRUE(dog.disarm().cancelled);
+    EXPECT_GE(took, 150ms);
+    EXPECT_LT(took, 600ms);
+}
+
 } // namespace
 } // namespace pglease::test

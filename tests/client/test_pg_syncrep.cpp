@@ -76,6 +76,42 @@ TEST(SyncRep, FencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
     EXPECT_EQ(check.exec1("SELECT count(*) FROM " + table)[0].as<int>(), 1);
 }
 
+// The same through the one-round-trip form (fenced_work: BEGIN and
+// lease_use in one query), with a timeout that does not come into play.
+TEST(SyncRep, FastFencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
+    const std::string lease = unique("syncrep_fast"), table = unique("syncrep_fast_t");
+    pqxx::connection admin{""};
+    {
+        pqxx::nontransaction tx{admin};
+        tx.exec("SET synchronous_commit = local");
+        tx.exec("CREATE TABLE " + table + " (id int, epoch bigint)");
+        tx.exec("SELECT lease_fence('" + table + "', '" + lease + "')");
+    }
+    std::int64_t epoch = 0;
+    {
+        auto canceller = cancel_after(admin.backendpid(), 300ms);
+        pqxx::nontransaction tx{admin};
+        epoch = tx.exec1("SELECT epoch FROM lease_acquire('" + lease + "', 'me', '1 min')")[0]
+                    .as<std::int64_t>();
+        canceller.join();
+    }
+    ASSERT_GT(epoch, 0);
+
+    pqxx::connection app{""};
+    auto canceller = cancel_after(app.backendpid(), 300ms);
+    EXPECT_THROW(pglease::run_fenced(
+                     app, {lease, epoch, {}},
+                     [&](pqxx::transaction_base& tx) {
+                         tx.exec("INSERT INTO " + table + " VALUES (1, " + std::to_string(epoch) +
+                                 ")");
+                     },
+                     30s),
+                 pglease::commit_unknown);
+    canceller.join();
+    pqxx::nontransaction check{admin};
+    EXPECT_EQ(check.exec1("SELECT count(*) FROM " + table)[0].as<int>(), 1);
+}
+
 TEST(SyncRep, LeaseCallAnsweredAfterItsCancelIsNotAGrant) {
     pglease::connection_options o;
     o.conninfo = "";

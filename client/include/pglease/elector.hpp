@@ -53,7 +53,7 @@ namespace pglease {
 ///   cfg.lease_name = "billing-worker";
 ///   cfg.callbacks.on_started_leading = [&](std::int64_t, pglease::stop_token stop) {
 ///       while (!stop.wait_for(std::chrono::seconds{1}))
-///           elector->run_fenced(app, [](pqxx::work& tx) { tx.exec0("..."); });
+///           elector->run_fenced(app, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
 ///   };
 ///   cfg.callbacks.on_stopped_leading = [] { std::puts("not leading"); };
 ///   pglease::elector e{cfg};
@@ -102,7 +102,7 @@ public:
     /// The current term's fencing token. Throws lease_lost when not leading.
     [[nodiscard]] fence_token token() const;
 
-    /// Runs @p fn(pqxx::work&) fenced by the current epoch on @p conn (an
+    /// Runs @p fn(tx) fenced by the current epoch on @p conn (an
     /// application connection, not the elector's). Throws lease_lost before
     /// any I/O when not leading; a fence_rejected from the server ends the
     /// term at once (report_lost) and is rethrown.
@@ -114,11 +114,17 @@ public:
     /// (a lease_lost; nothing committed) and the term ends at once, as for
     /// fence_rejected. While still leading, such failures are not evictions:
     /// connection_lost (reconnect and retry) or the error as it came.
+    ///
+    /// Bounded as lease::run_fenced(): it returns or throws by about 0.5 s
+    /// after the term's local deadline + fenced_grace (moved by renewals),
+    /// even on a frozen server: lease_evicted when cut before COMMIT was
+    /// sent, commit_unknown when cut during COMMIT.
     template <typename F>
     auto run_fenced(pqxx::connection_base& conn, F&& fn) {
         const fence_token t = token();
         try {
-            return pglease::run_fenced(conn, t, std::forward<F>(fn));
+            return detail::run_fenced_bounded(conn, t, m_election.current().fenced_bound(t.epoch),
+                                              std::forward<F>(fn));
         } catch (const lease_lost&) {
             report_lost(t.epoch);
             throw;

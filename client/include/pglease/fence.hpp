@@ -11,30 +11,31 @@
 #pragma once
 
 #include "pglease/error.hpp"
+#include "pglease/fence_token.hpp"
+#include "pglease/fenced_work.hpp"
 
 #include <pqxx/connection_base>
 #include <pqxx/errorhandler>
 #include <pqxx/transaction>
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 namespace pglease {
 
-/// What a fenced transaction carries: the lease and the epoch of the grant.
-struct fence_token {
-    std::string lease_name;
-    std::int64_t epoch = 0;
-    /// Schema of the pg_lease functions; empty = search_path.
-    std::string schema;
-};
+/// How long the run_fenced() of a lease, scoped_lease or elector may go on
+/// past the lease's local deadline before it is cut off (see run_fenced()).
+inline constexpr std::chrono::milliseconds fenced_grace{1000};
 
 namespace detail {
-/// Runs SELECT lease_use(name, epoch) in @p tx.
+/// Runs SELECT lease_use(name, epoch) in @p tx (the pqxx::work& form).
 void declare_token(pqxx::transaction_base& tx, const fence_token& token);
 /// Rethrows the exception in flight as the pglease type it means:
 /// LS001/LS002 fence_rejected, LS003 missing_token, a connection lost
@@ -67,14 +68,106 @@ private:
 
 /// Throws commit_unknown when @p watch saw the warning.
 void check_replicated(const syncrep_notice_watch& watch);
+
+/// The time bound of one fenced transaction (steady clock).
+struct fence_bound {
+    /// When to cancel it; max() = never (no watchdog, no cost).
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    /// Asked when @p deadline comes: a later time point postpones the cut
+    /// (the lease was renewed meanwhile). May be empty.
+    std::function<std::chrono::steady_clock::time_point()> extend;
+};
+
+/// One fenced transaction's bookkeeping around the caller's code: the
+/// syncrep warning watch, the deadline watchdog (cancel, then shut the
+/// socket down), the retries of a BEGIN that found the connection broken,
+/// and the mapping of what went wrong to pglease's exceptions.
+class fenced_scope {
+public:
+    fenced_scope(pqxx::connection_base& conn, fence_bound bound);
+    fenced_scope(const fenced_scope&) = delete;
+    fenced_scope& operator=(const fenced_scope&) = delete;
+    fenced_scope(fenced_scope&&) = delete;
+    fenced_scope& operator=(fenced_scope&&) = delete;
+    ~fenced_scope();
+
+    /// Reopens a broken connection, starts the watch, then runs @p begin
+    /// (which begins the transaction and returns it); a BEGIN that finds
+    /// the connection broken is retried (at most 3 tries, as pqxx::work).
+    void begin(const std::function<pqxx::dbtransaction&()>& begin);
+    /// Commits @p tx: refused (rolled back, connection_lost) once the
+    /// deadline passed; commit_unknown when the deadline cut into COMMIT or
+    /// the server cancelled its wait for the synchronous standby.
+    void commit(pqxx::transaction_base& tx);
+    /// Ends the watch and rethrows @p ep as what it means (see run_fenced()).
+    [[noreturn]] void rethrow(std::exception_ptr ep);
+
+private:
+    struct impl;
+    std::unique_ptr<impl> m_impl;
+};
+
+/// True when @p F can be called with a fenced_work& (a callable taking
+/// fenced_work&, pqxx::dbtransaction&, pqxx::transaction_base& or auto&):
+/// run_fenced() then saves the round trip of lease_use.
+template <typename F>
+inline constexpr bool takes_fenced_work = std::is_invocable_v<F, fenced_work&>;
+
+/// What run_fenced(…, fn) returns: fn's result.
+template <typename F>
+using fenced_result_t =
+    typename std::conditional_t<takes_fenced_work<F>, std::invoke_result<F, fenced_work&>,
+                                std::invoke_result<F, pqxx::work&>>::type;
+
+/// run_fenced() under @p bound.
+template <typename F>
+auto run_fenced_bounded(pqxx::connection_base& conn, const fence_token& token, fence_bound bound,
+                        F&& fn) -> fenced_result_t<F> {
+    using result_type = fenced_result_t<F>;
+    using tx_type = std::conditional_t<takes_fenced_work<F>, fenced_work, pqxx::work>;
+    fenced_scope scope{conn, std::move(bound)};
+    try {
+        // Destroyed (rolled back unless committed) before the catch below
+        // ends the watch: a ROLLBACK on a frozen server is bounded too.
+        std::optional<tx_type> tx;
+        scope.begin([&]() -> pqxx::dbtransaction& {
+            if constexpr (takes_fenced_work<F>) {
+                tx.emplace(conn, token); // BEGIN; SELECT lease_use(...): one round trip
+            } else {
+                tx.emplace(conn, "pglease_fenced"); // BEGIN
+                declare_token(*tx, token);          // SELECT lease_use(...)
+            }
+            return *tx;
+        });
+        if constexpr (std::is_void_v<result_type>) {
+            std::invoke(std::forward<F>(fn), *tx);
+            scope.commit(*tx);
+        } else {
+            result_type result = std::invoke(std::forward<F>(fn), *tx);
+            scope.commit(*tx);
+            return result;
+        }
+    } catch (...) {
+        scope.rethrow(std::current_exception());
+    }
+}
 } // namespace detail
 
-/// Runs @p fn(tx) in a new pqxx::work on @p conn whose first statement is
-/// lease_use(token.lease_name, token.epoch), then commits; returns what @p fn
-/// returns.
+/// Runs @p fn(tx) in a new transaction on @p conn that carries the token
+/// (lease_use(token.lease_name, token.epoch)) before any statement of
+/// @p fn, then commits; returns what @p fn returns.
+///
+/// The transaction: when @p fn can take a fenced_work& (a parameter of type
+/// fenced_work&, pqxx::dbtransaction&, pqxx::transaction_base&, or auto&),
+/// it is a fenced_work, whose BEGIN carries lease_use in the same round
+/// trip: as many round trips as a plain pqxx::work. A @p fn that takes a
+/// pqxx::work& still works: it gets a pqxx::work, and lease_use costs a
+/// round trip of its own.
 ///
 /// @throws fence_rejected (a lease_lost) when the fence refused a write
 ///   (LS001 stale epoch, LS002 expired/released/revoked): nothing committed.
+/// @throws missing_token (LS003), invalid_argument (22023: an empty lease
+///   name, an epoch <= 0), and the server's other errors as pglease errors.
 /// @throws commit_unknown when the connection broke during COMMIT.
 /// @throws connection_lost when it broke before COMMIT: nothing committed.
 ///
@@ -89,35 +182,40 @@ void check_replicated(const syncrep_notice_watch& watch);
 /// delays the holder's renewals (pg_lease 1.1), but once the lease expired
 /// a new holder's grant ends the transaction instead of waiting for it.
 ///
+/// Without a timeout this function waits as long as the server does (a
+/// frozen server can keep it forever); see the overload with a timeout.
+///
 /// @code
-///   pglease::run_fenced(conn, {"jobs", epoch}, [&](pqxx::work& tx) {
+///   pglease::run_fenced(conn, {"jobs", epoch}, [&](pglease::fenced_work& tx) {
 ///       tx.exec0("UPDATE jobs SET state = 'done' WHERE id = 7");
 ///   });
 /// @endcode
 template <typename F>
 auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn)
-    -> std::invoke_result_t<F, pqxx::work&> {
-    using result_type = std::invoke_result_t<F, pqxx::work&>;
-    bool committing = false;
-    const detail::syncrep_notice_watch watch{conn};
-    try {
-        pqxx::work tx{conn, "pglease_fenced"};
-        detail::declare_token(tx, token);
-        if constexpr (std::is_void_v<result_type>) {
-            std::invoke(std::forward<F>(fn), tx);
-            committing = true;
-            tx.commit();
-            detail::check_replicated(watch);
-        } else {
-            result_type result = std::invoke(std::forward<F>(fn), tx);
-            committing = true;
-            tx.commit();
-            detail::check_replicated(watch);
-            return result;
-        }
-    } catch (...) {
-        detail::rethrow_fenced(std::current_exception(), committing);
-    }
+    -> detail::fenced_result_t<F> {
+    return detail::run_fenced_bounded(conn, token, {}, std::forward<F>(fn));
+}
+
+/// As run_fenced(conn, token, fn), but returns or throws by about
+/// @p timeout + 0.5 s, whatever the server or the network does.
+///
+/// At @p timeout after the call, a statement still running is cancelled
+/// (a cancel request), and if that does not end it within 200 ms, or the
+/// cancel request itself hangs (a frozen server), the connection's socket
+/// is shut down 200 ms later; the session is then gone and the connection
+/// reopens at its next use. What is thrown:
+/// - cut before COMMIT was sent (in BEGIN, lease_use, @p fn's statements,
+///   or @p fn returned after the timeout): connection_lost, nothing
+///   committed (sqlstate() 57014 when the cancel landed);
+/// - cut while COMMIT was in flight: commit_unknown, whatever the server
+///   answered afterwards (never reported as a success or a failure).
+/// Reopening a broken connection before BEGIN is bounded by the
+/// connection's own connect_timeout, not by @p timeout.
+template <typename F>
+auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn,
+                std::chrono::milliseconds timeout) -> detail::fenced_result_t<F> {
+    return detail::run_fenced_bounded(conn, token, {std::chrono::steady_clock::now() + timeout, {}},
+                                      std::forward<F>(fn));
 }
 
 } // namespace pglease

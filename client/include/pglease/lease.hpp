@@ -43,7 +43,7 @@ namespace pglease {
 ///   pglease::pq_backend db{{}};
 ///   pglease::lease job{db, "nightly-report"};
 ///   if (job.acquire_for(std::chrono::seconds{30})) {
-///       job.run_fenced(app_conn, [](pqxx::work& tx) { tx.exec0("..."); });
+///       job.run_fenced(app_conn, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
 ///       job.release();
 ///   }
 /// @endcode
@@ -128,11 +128,19 @@ public:
     /// 57P01 or a broken connection; cancelled: 57014) was evicted by a
     /// takeover: it is thrown as lease_evicted (and mark_lost() called).
     /// While held(), a broken connection stays connection_lost.
+    ///
+    /// Bounded: at the local deadline + fenced_grace (1 s), moved forward by
+    /// the renewals of this epoch that succeed meanwhile, whatever is still
+    /// running is cancelled, and its socket shut down if that does not end
+    /// it within 200 ms, so the call returns or throws by about 0.5 s after
+    /// that: lease_evicted (nothing committed) when cut before COMMIT was
+    /// sent, commit_unknown when cut during COMMIT. See pglease::run_fenced()
+    /// for @p fn and the transaction (fenced_work when @p fn takes one).
     template <typename F>
     auto run_fenced(pqxx::connection_base& conn, F&& fn) {
         const fence_token t = token();
         try {
-            return pglease::run_fenced(conn, t, std::forward<F>(fn));
+            return detail::run_fenced_bounded(conn, t, fenced_bound(t.epoch), std::forward<F>(fn));
         } catch (const lease_lost&) {
             if (epoch() == t.epoch)
                 mark_lost();
@@ -146,6 +154,11 @@ public:
             detail::throw_evicted(e, t);
         }
     }
+
+    /// The time bound of run_fenced() for grant @p epoch: the local
+    /// deadline + fenced_grace, asked again when it comes (a renewal of
+    /// @p epoch moves it); the deadline so far once the grant is gone.
+    [[nodiscard]] detail::fence_bound fenced_bound(std::int64_t epoch) const;
 
     [[nodiscard]] const std::string& name() const noexcept { return m_name; }
     [[nodiscard]] const std::string& identity() const noexcept { return m_options.identity; }

@@ -27,7 +27,7 @@ namespace pglease {
 ///   pglease::scoped_lease guard{"migrations", {}, std::chrono::seconds{10}};
 ///   if (!guard)
 ///       return;                                       // someone else runs them
-///   guard.run_fenced(app, [](pqxx::work& tx) { tx.exec0("..."); });
+///   guard.run_fenced(app, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
 /// @endcode                                            // released here
 class scoped_lease {
 public:

@@ -1,0 +1,256 @@
+/// @file test_pg_fenced.cpp
+/// @brief The one-round-trip fenced transaction (fenced_work) against the
+/// real server: the round trips counted on the wire (libpq trace), the
+/// first write already fenced, lease_use's errors and a broken connection
+/// mapped as before, the pqxx::work& form still working.
+#include "pg_fixture.hpp"
+#include "pglease/error.hpp"
+#include "pglease/fence.hpp"
+#include "pglease/lease.hpp"
+#include "pglease/pq_backend.hpp"
+#include "pq_handle.hpp"
+
+#include <libpq-fe.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+namespace pglease::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Counts the round trips a block of code makes on @p tx's connection: the
+/// simple-query messages (Query) and the ends of extended-protocol
+/// exchanges (Sync) the client sends, from libpq's own trace.
+class round_trip_counter {
+public:
+    explicit round_trip_counter(pqxx::connection& conn)
+        : m_conn{conn} {
+        m_file = ::open_memstream(&m_buffer, &m_size);
+        PQtrace(handle(), m_file);
+        PQsetTraceFlags(handle(), PQTRACE_SUPPRESS_TIMESTAMPS);
+    }
+    round_trip_counter(const round_trip_counter&) = delete;
+    round_trip_counter& operator=(const round_trip_counter&) = delete;
+    round_trip_counter(round_trip_counter&&) = delete;
+    round_trip_counter& operator=(round_trip_counter&&) = delete;
+    ~round_trip_counter() {
+        stop();
+        std::free(m_buffer);
+    }
+
+    /// Stops tracing; returns the round trips seen.
+    int stop() {
+        if (m_file != nullptr) {
+            PQuntrace(handle());
+            std::fclose(m_file);
+            m_file = nullptr;
+            std::istringstream lines{std::string{m_buffer, m_size}};
+            for (std::string line; std::getline(lines, line);) {
+                m_log += line + "\n";
+                if (line.rfind("F\t", 0) == 0 && (line.find("\tQuery\t") != std::string::npos ||
+                                                  line.find("\tSync") != std::string::npos))
+                    ++m_round_trips;
+            }
+        }
+        return m_round_trips;
+    }
+
+    [[nodiscard]] const std::string& log() const noexcept { return m_log; }
+
+private:
+    PGconn* handle() { return detail::pq_handle(m_conn); }
+
+    pqxx::connection& m_conn;
+    std::FILE* m_file = nullptr;
+    char* m_buffer = nullptr;
+    std::size_t m_size = 0;
+    int m_round_trips = 0;
+    std::string m_log;
+};
+
+class pg_fenced : public pg_test {
+protected:
+    /// A lease held by a fresh holder, its token, and a table it fences.
+    void SetUp() override {
+        pg_test::SetUp();
+        m_name = unique_name("fast");
+        m_table = unique_name("fast_tbl");
+        make_fenced_table(m_table, m_name);
+        m_db = std::make_unique<pq_backend>(env_options("fenced-holder"));
+        lease_options o;
+        o.ttl = 30s;
+        m_lease = std::make_unique<lease>(*m_db, m_name, o);
+        ASSERT_TRUE(m_lease->acquire());
+    }
+
+    [[nodiscard]] std::string insert(const std::string& note) {
+        return "INSERT INTO " + admin().quote_name(m_table) + " (note) VALUES ('" + note + "')";
+    }
+
+    [[nodiscard]] long rows() {
+        pqxx::nontransaction q{admin()};
+        return q.exec1("SELECT count(*) FROM " + q.quote_name(m_table))[0].as<long>();
+    }
+
+    std::string m_name;
+    std::string m_table;
+    std::unique_ptr<pq_backend> m_db;
+    std::unique_ptr<lease> m_lease;
+};
+
+TEST_F(pg_fenced, the_fast_form_makes_as_many_round_trips_as_a_plain_work) {
+    pqxx::connection app{""};
+    const auto plain = [&] {
+        round_trip_counter count{app};
+        pqxx::work tx{app};
+        tx.exec0("INSERT INTO " + tx.quote_name(m_table + "_plain") + " VALUES (1)");
+        tx.commit();
+        return count.stop();
+    };
+    {
+        pqxx::nontransaction tx{app};
+        tx.exec0("CREATE TABLE " + tx.quote_name(m_table + "_plain") + " (x int)");
+    }
+    const int plain_trips = plain();
+
+    round_trip_counter fast_count{app};
+    m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert("fast")); });
+    const int fast_trips = fast_count.stop();
+
+    round_trip_counter generic_count{app};
+    m_lease->run_fenced(app, [&](auto& tx) { tx.exec0(insert("generic")); });
+    const int generic_trips = generic_count.stop();
+
+    round_trip_counter old_count{app};
+    m_lease->run_fenced(app, [&](pqxx::work& tx) { tx.exec0(insert("work")); });
+    const int old_trips = old_count.stop();
+
+    EXPECT_EQ(plain_trips, 3); // BEGIN, INSERT, COMMIT
+    EXPECT_EQ(fast_trips, plain_trips) << fast_count.log();
+    EXPECT_EQ(generic_trips, plain_trips) << generic_count.log();
+    EXPECT_EQ(old_trips, plain_trips + 1) << old_count.log(); // + lease_use
+    EXPECT_NE(fast_count.log().find("BEGIN; SELECT lease_use("), std::string::npos)
+        << fast_count.log();
+    EXPECT_EQ(rows(), 3);
+}
+
+TEST_F(pg_fenced, a_stale_token_fails_the_very_first_write_and_nothing_commits) {
+    const fence_token stale = m_lease->token();
+    ASSERT_TRUE(m_lease->release());
+    pq_backend other_db{env_options("fenced-other")};
+    lease other{other_db, m_name, {}};
+    ASSERT_TRUE(other.acquire());
+    ASSERT_GT(other.epoch(), stale.epoch);
+
+    pqxx::connection app{""};
+    int statements = 0;
+    try {
+        run_fenced(app, stale, [&](fenced_work& tx) {
+            ++statements;
+            tx.exec0(insert("stale")); // the first statement: refused
+            ++statements;
+            tx.exec0(insert("stale 2"));
+        });
+        ADD_FAILURE() << "the stale token's write committed";
+    } catch (const fence_rejected& e) {
+        EXPECT_EQ(e.sqlstate(), "LS001");
+        EXPECT_TRUE(e.stale_epoch());
+    }
+    EXPECT_EQ(statements, 1);
+    EXPECT_EQ(rows(), 0);
+    // The session is clean: the next fenced transaction of the new holder passes.
+    other.run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert("new")); });
+    EXPECT_EQ(rows(), 1);
+}
+
+TEST_F(pg_fenced, the_token_of_another_lease_is_no_token) {
+    pqxx::connection app{""};
+    EXPECT_THROW(run_fenced(app, fence_token{m_name + "_other", 1, {}},
+                            [&](pqxx::transaction_base& tx) { tx.exec0(insert("none")); }),
+                 missing_token);
+    EXPECT_EQ(rows(), 0);
+}
+
+TEST_F(pg_fenced, lease_use_refusing_its_arguments_in_the_begin_is_invalid_argument) {
+    pqxx::connection app{""};
+    int called = 0;
+    EXPECT_THROW(
+        run_fenced(app, fence_token{m_name, 0, {}}, [&](pqxx::transaction_base&) { ++called; }),
+        invalid_argument); // epoch must be positive (22023)
+    EXPECT_THROW(
+        run_fenced(app, fence_token{"", 5, {}}, [&](pqxx::transaction_base&) { ++called; }),
+        invalid_argument); // empty name
+    EXPECT_EQ(called, 0);
+    // The failed BEGIN was rolled back: the session takes the next one.
+    m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert("after")); });
+    EXPECT_EQ(rows(), 1);
+    pqxx::nontransaction q{app};
+    EXPECT_EQ(q.exec1("SELECT count(*) FROM " + q.quote_name(m_table))[0].as<long>(), 1);
+}
+
+TEST_F(pg_fenced, lease_names_with_quotes_and_backslashes_are_quoted) {
+    const std::string name = unique_name("it's \"q\" \\ ;");
+    const std::string table = unique_name("quoted_tbl");
+    make_fenced_table(table, name);
+    pq_backend db{env_options("fenced-quoted")};
+    lease l{db, name, {}};
+    ASSERT_TRUE(l.acquire());
+    pqxx::connection app{""};
+    l.run_fenced(app, [&](pqxx::transaction_base& tx) {
+        tx.exec0("INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('q')");
+    });
+    pqxx::nontransaction q{admin()};
+    const auto r = q.exec1("SELECT count(*), max(epoch) FROM " + q.quote_name(table));
+    EXPECT_EQ(r[0].as<long>(), 1);
+    EXPECT_EQ(r[1].as<std::int64_t>(), l.epoch());
+}
+
+TEST_F(pg_fenced, a_connection_found_broken_at_begin_is_reopened_and_retried) {
+    pqxx::connection app{"application_name=fenced-broken"};
+    m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert("one")); });
+    ASSERT_EQ(terminate("fenced-broken"), 1); // the idle session dies
+    // libpq still believes the session open: the BEGIN finds it broken.
+    m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert("two")); });
+    EXPECT_EQ(rows(), 2);
+}
+
+TEST_F(pg_fenced, a_connection_lost_inside_the_transaction_is_connection_lost) {
+    pqxx::connection app{"application_name=fenced-lost"};
+    EXPECT_THROW(m_lease->run_fenced(app,
+                                     [&](pqxx::transaction_base& tx) {
+                                         tx.exec0(insert("lost"));
+                                         ASSERT_EQ(terminate("fenced-lost"), 1);
+                                         tx.exec0(insert("lost 2"));
+                                     }),
+                 connection_lost);
+    EXPECT_TRUE(m_lease->held());
+    EXPECT_EQ(rows(), 0);
+}
+
+TEST_F(pg_fenced, no_token_outlives_its_transaction_in_the_session) {
+    pqxx::connection app{""};
+    m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert("fenced")); });
+    // The same session, without a token: the fence refuses (LS003).
+    pqxx::work tx{app};
+    try {
+        tx.exec0(insert("bare"));
+        ADD_FAILURE() << "a write without a token passed after a fenced transaction";
+    } catch (const pqxx::sql_error& e) {
+        EXPECT_EQ(std::string{e.sqlstate()}, "LS003");
+    }
+}
+
+TEST_F(pg_fenced, a_value_is_returned_from_the_fast_form) {
+    pqxx::connection app{""};
+    const auto id = m_lease->run_fenced(app, [&](pqxx::dbtransaction& tx) {
+        return tx.exec1(insert("ret") + " RETURNING id")[0].as<long>();
+    });
+    EXPECT_GT(id, 0);
+}
+
+} // namespace
+} // namespace pglease::test
