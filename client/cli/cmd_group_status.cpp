@@ -31,9 +31,9 @@ int cmd_group_status(const global_options& g, const std::string& group, bool jso
         const std::string member_sql =
             "SELECT m.member, coalesce(m.weight, 1), coalesce(m.valid, false), s.holder IS NULL, "
             "m.shards, " +
-            remaining_ms("m.remaining") + ", coalesce(to_char(m.expires_at, " + iso + "), '') FROM " +
-            qualified(g, "lease_group_members") + " m JOIN " + qualified(g, "lease_status") +
-            " s ON s.name = m.lease_name WHERE m.group_name = $1";
+            remaining_ms("m.remaining") + ", coalesce(to_char(m.expires_at, " + iso +
+            "), '') FROM " + qualified(g, "lease_group_members") + " m JOIN " +
+            qualified(g, "lease_status") + " s ON s.name = m.lease_name WHERE m.group_name = $1";
         for (const auto& row : tx.exec_params(member_sql, group)) {
             group_member_row m;
             m.member = row[0].as<std::string>();
@@ -47,9 +47,9 @@ int cmd_group_status(const global_options& g, const std::string& group, bool jso
         }
         std::vector<group_shard_row> shards;
         const std::string shard_sql = "SELECT shard, holder, epoch, coalesce(valid, false), " +
-                                      remaining_ms("remaining") + ", coalesce(to_char(expires_at, " +
-                                      iso + "), '') FROM " + qualified(g, "lease_group_shards") +
-                                      " WHERE group_name = $1";
+                                      remaining_ms("remaining") +
+                                      ", coalesce(to_char(expires_at, " + iso + "), '') FROM " +
+                                      qualified(g, "lease_group_shards") + " WHERE group_name = $1";
         for (const auto& row : tx.exec_params(shard_sql, group)) {
             group_shard_row s;
             s.shard = row[0].as<std::string>();

@@ -92,8 +92,8 @@ bool natural_less(const std::string& a, const std::string& b) noexcept {
 std::string format_group_table(const std::string& group,
                                const std::vector<group_member_row>& members,
                                const std::vector<group_shard_row>& shards) {
-    const auto live = std::count_if(members.begin(), members.end(),
-                                    [](const auto& m) { return m.valid; });
+    const auto live =
+        std::count_if(members.begin(), members.end(), [](const auto& m) { return m.valid; });
     const std::size_t held = held_count(shards);
     std::string out = "group " + group + ": " + std::to_string(live) + " live member" +
                       (live == 1 ? "" : "s") + ", " + std::to_string(shards.size()) + " shard" +
@@ -118,7 +118,9 @@ std::string format_group_table(const std::string& group,
 std::string group_json(const std::string& group, const std::vector<group_member_row>& members,
                        const std::vector<group_shard_row>& shards) {
     using json = nlohmann::ordered_json;
-    const auto text_or_null = [](const std::string& t) { return t.empty() ? json(nullptr) : json(t); };
+    const auto text_or_null = [](const std::string& t) {
+        return t.empty() ? json(nullptr) : json(t);
+    };
     json j;
     j["group"] = group;
     j["members"] = json::array();

@@ -15,8 +15,8 @@ namespace pglease::cli {
 struct group_member_row {
     std::string member;
     int weight = 1;
-    bool valid = false; ///< the membership lease is held and unexpired
-    bool released = false; ///< no holder: the member left
+    bool valid = false;      ///< the membership lease is held and unexpired
+    bool released = false;   ///< no holder: the member left
     std::int64_t shards = 0; ///< valid shard leases it holds
     std::chrono::milliseconds remaining{0};
     std::string expires_at; ///< ISO 8601 (UTC); may be empty

@@ -51,12 +51,13 @@ std::vector<std::string> assign_shards(const std::vector<std::string>& shards,
     std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) {
         return std::tie(a.identity, b.weight) < std::tie(b.identity, a.weight);
     });
-    members.erase(std::unique(members.begin(), members.end(),
-                              [](const auto& a, const auto& b) { return a.identity == b.identity; }),
-                  members.end());
-    members.erase(std::remove_if(members.begin(), members.end(),
-                                 [](const auto& m) { return m.weight == 0; }),
-                  members.end());
+    members.erase(
+        std::unique(members.begin(), members.end(),
+                    [](const auto& a, const auto& b) { return a.identity == b.identity; }),
+        members.end());
+    members.erase(
+        std::remove_if(members.begin(), members.end(), [](const auto& m) { return m.weight == 0; }),
+        members.end());
     if (members.empty() || shards.empty())
         return owner;
 

@@ -119,8 +119,7 @@ void group_state::renew_all(std::vector<group_event>& events) {
     // The time before sending, as lease::renew: the server starts the ttl later.
     const auto sent = m_clock.now();
     try {
-        const auto answers =
-            m_db.renew_many(names, m_config.identity, epochs, m_config.ttl, bound);
+        const auto answers = m_db.renew_many(names, m_config.identity, epochs, m_config.ttl, bound);
         ++m_rounds;
         for (std::size_t i = 0; i < batch.size(); ++i)
             (void)batch[i]->apply_renewal(sent, before[i], epochs[i], answers[i].has_value());
@@ -154,7 +153,8 @@ void group_state::join() {
     try {
         if (m_member.acquire(call_bound())) {
             m_scan_due = true; // the assignment now includes this member
-            m_next_renew = std::min(m_next_renew, m_member.renewed_at() + m_config.renew_interval());
+            m_next_renew =
+                std::min(m_next_renew, m_member.renewed_at() + m_config.renew_interval());
             return;
         }
     } catch (const error&) {
@@ -284,8 +284,8 @@ void group_state::acquire_assigned(std::vector<group_event>& events) {
                 shard_row seen;
                 seen.holder = l->holder();
                 seen.valid = true;
-                seen.expires = l->expiry_hint().value_or(m_clock.now() + m_config.retry_period) +
-                               expiry_slack;
+                seen.expires =
+                    l->expiry_hint().value_or(m_clock.now() + m_config.retry_period) + expiry_slack;
                 m_scan_wake = std::min(m_scan_wake, seen.expires);
                 m_rows[shard] = seen;
                 continue;

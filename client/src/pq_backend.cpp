@@ -326,8 +326,8 @@ pq_backend::renew_many(const std::vector<std::string>& names, const std::string&
                     const pqxx::result r =
                         tx.exec_params(sql, name_array, holder, epoch_array, interval_text(ttl));
                     if (r.size() != names.size())
-                        throw error{"lease_renew_many: " + std::to_string(r.size()) +
-                                    " rows for " + std::to_string(names.size()) + " leases"};
+                        throw error{"lease_renew_many: " + std::to_string(r.size()) + " rows for " +
+                                    std::to_string(names.size()) + " leases"};
                     for (std::size_t i = 0; i < names.size(); ++i)
                         out[i] = micros(r[static_cast<pqxx::result::size_type>(i)][0]);
                     return out;

@@ -159,8 +159,8 @@ TEST(group_assignment, join_and_leave_move_few_shards) {
     EXPECT_LE(join_total, trials * 256 / 9 * 3 / 2);
     EXPECT_LE(leave_total, trials * 32 * 3 / 2);
     std::cout << "[ figures  ] shards moved, mean of " << trials
-              << " (256 shards, 8 members): join " << join_total / trials << " (minimum 28.4), leave "
-              << leave_total / trials << " (minimum 32)\n";
+              << " (256 shards, 8 members): join " << join_total / trials
+              << " (minimum 28.4), leave " << leave_total / trials << " (minimum 32)\n";
 }
 
 } // namespace

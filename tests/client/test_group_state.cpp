@@ -42,9 +42,7 @@ public:
         return m_inner->release(n, h, e);
     }
     bool revoke(const std::string& n) override { return m_inner->revoke(n); }
-    std::optional<lease_record> status(const std::string& n) override {
-        return m_inner->status(n);
-    }
+    std::optional<lease_record> status(const std::string& n) override { return m_inner->status(n); }
     std::vector<lease_record> list(const std::string& p) override {
         check();
         return m_inner->list(p);

@@ -17,10 +17,10 @@ std::vector<std::string> check_history(pqxx::connection& conn, const std::string
     std::map<std::string, std::int64_t> last;
     std::map<std::int64_t, std::string> grantee;
     grants = 0;
-    for (const auto& row : tx.exec_params(
-             "SELECT name, event, coalesce(holder, ''), epoch FROM lease_events "
-             "WHERE starts_with(name, $1) ORDER BY id",
-             shard_prefix)) {
+    for (const auto& row :
+         tx.exec_params("SELECT name, event, coalesce(holder, ''), epoch FROM lease_events "
+                        "WHERE starts_with(name, $1) ORDER BY id",
+                        shard_prefix)) {
         const auto name = row[0].as<std::string>();
         const auto event = row[1].as<std::string>();
         const auto epoch = row[3].as<std::int64_t>();

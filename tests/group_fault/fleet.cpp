@@ -28,8 +28,9 @@ void fleet::spawn(const std::string& identity) {
     if (pid == 0) {
         const std::string shards = std::to_string(m_shards);
         const std::string write = std::to_string(m_write_ms);
-        std::vector<const char*> argv{"pglease_group_fault", "--member", m_group.c_str(),
-                                      shards.c_str(), identity.c_str(), write.c_str(), nullptr};
+        std::vector<const char*> argv{
+            "pglease_group_fault", "--member",    m_group.c_str(), shards.c_str(),
+            identity.c_str(),      write.c_str(), nullptr};
         ::execv("/proc/self/exe", const_cast<char* const*>(argv.data()));
         ::_exit(127);
     }

@@ -92,7 +92,7 @@ void controller::setup() {
         tx.exec0("CREATE TABLE " + part + " PARTITION OF gf_writes FOR VALUES IN (" +
                  std::to_string(i) + ")");
         tx.exec_params("SELECT lease_fence($1::regclass, $2)", part,
-                        group_shard_lease(m_group, m_shards[static_cast<std::size_t>(i)]));
+                       group_shard_lease(m_group, m_shards[static_cast<std::size_t>(i)]));
     }
     tx.commit();
 }
@@ -153,8 +153,8 @@ double controller::converge(const std::vector<std::string>& live, steady::time_p
                  "SELECT member, valid, shards FROM lease_group_members WHERE group_name = $1 "
                  "ORDER BY member",
                  m_group))
-            std::cout << "  member " << row[0].c_str() << " valid " << row[1].c_str()
-                      << " shards " << row[2].c_str() << "\n";
+            std::cout << "  member " << row[0].c_str() << " valid " << row[1].c_str() << " shards "
+                      << row[2].c_str() << "\n";
     }
     const auto now = holders();
     int wrong = 0;
@@ -209,8 +209,8 @@ int controller::run() {
         auto rest = live;
         rest.erase(std::find(rest.begin(), rest.end(), victim));
         const auto before = holders();
-        const int share = static_cast<int>(
-            std::count_if(before.begin(), before.end(), [&](const auto& h) { return h.second == victim; }));
+        const int share = static_cast<int>(std::count_if(
+            before.begin(), before.end(), [&](const auto& h) { return h.second == victim; }));
         if (f % 2 == 0) {
             // SIGKILL, then a replacement joins under a new identity.
             const auto t = steady::now();
@@ -244,7 +244,8 @@ int controller::run() {
             if (p < 0)
                 fail("no convergence while " + victim + " was stopped");
             pause_times.push_back(p);
-            std::this_thread::sleep_for(std::max(steady::duration{0}, t + ttl + 1s - steady::now()));
+            std::this_thread::sleep_for(
+                std::max(steady::duration{0}, t + ttl + 1s - steady::now()));
             const auto c = steady::now();
             m_fleet.resume(victim);
             const double r = converge(live, c, bound);
@@ -271,8 +272,8 @@ int controller::run() {
               << "), by joins " << moved_join << " (minimum " << min_join << ")\n"
               << "figures: longest time a shard was unowned " << seconds(m_max_unowned)
               << " s (bound ttl + retry + 1 s = " << seconds(ttl + retry + 1s) << " s)\n"
-              << "checked " << grants << " grants and " << writes << " fenced writes: "
-              << bad.size() << " violations\n";
+              << "checked " << grants << " grants and " << writes
+              << " fenced writes: " << bad.size() << " violations\n";
     if (m_max_unowned > ttl + retry + 1s)
         fail("a shard was unowned longer than ttl + retry + 1 s");
     if (writes == 0)
