@@ -104,6 +104,8 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         app.add_subcommand("status", "Show leases: holder, epoch, valid or not, time remaining");
     add_lease_name(status, status_name, status_opt);
     status->add_flag("--json", pc.view.json, "JSON: an array, or one object when NAME is given");
+    status->add_option("--group", pc.view.group,
+                       "Show the members and shard assignment of this lease group instead");
     auto* watch = app.add_subcommand(
         "watch", "Print one line per lease event as it happens (LISTEN pg_lease)");
     add_lease_name(watch, watch_name, watch_opt);
@@ -222,6 +224,8 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         pc.view.lease = *n;
         if (!is_status)
             pc.view.json = watch_json;
+        if (is_status && !pc.view.group.empty() && !pc.view.lease.empty())
+            return usage("status: give either a lease NAME or --group, not both");
     } else if (fence->parsed()) {
         pc.what = parsed_command::kind::fence;
     } else if (unfence->parsed()) {

@@ -19,6 +19,9 @@ int cmd_run(const global_options& g, const run_args& a);
 /// `pglease status [NAME] [--json]` (cmd_status.cpp).
 int cmd_status(const global_options& g, const std::string& name, bool json);
 
+/// `pglease status --group GROUP [--json]` (cmd_group_status.cpp).
+int cmd_group_status(const global_options& g, const std::string& group, bool json);
+
 /// `pglease watch [NAME] [--json] [--count N]` (cmd_watch.cpp).
 int cmd_watch(const global_options& g, const std::string& name, bool json, long count);
 

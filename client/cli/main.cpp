@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
         case kind::run:
             return cmd_run(g, c.run);
         case kind::status:
+            if (!c.view.group.empty())
+                return cmd_group_status(g, c.view.group, c.view.json);
             return cmd_status(g, c.view.lease, c.view.json);
         case kind::watch:
             return cmd_watch(g, c.view.lease, c.view.json, c.view.count);

@@ -49,6 +49,7 @@ struct primitive_args {
 /// `pglease status|watch`.
 struct view_args {
     std::string lease; ///< empty: all leases
+    std::string group; ///< status --group: the assignment of this lease group
     bool json = false;
     long count = 0; ///< watch: stop after this many events (0: never)
 };

@@ -109,6 +109,24 @@ bool lease::renew(clock::time_point deadline) {
     return true;
 }
 
+bool lease::apply_renewal(clock::time_point sent, clock::time_point before, std::int64_t epoch,
+                          bool renewed) noexcept {
+    if (epoch == 0 || epoch != m_epoch.load() || before == clock::time_point::min())
+        return false;
+    if (!renewed) {
+        m_deadline.store(lost);
+        return false;
+    }
+    // As renew(): only if nobody called mark_lost() (or acquired) meanwhile,
+    // and never for a renew sent after the local deadline.
+    rep expected = before.time_since_epoch().count();
+    if (sent.time_since_epoch().count() >= expected ||
+        !m_deadline.compare_exchange_strong(expected, deadline_after(sent)))
+        return false;
+    m_renewed_at.store(sent.time_since_epoch().count());
+    return true;
+}
+
 bool lease::release() {
     const std::int64_t epoch = m_epoch.load();
     if (epoch == 0)

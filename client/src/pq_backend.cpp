@@ -290,6 +290,72 @@ std::optional<lease_record> pq_backend::status(const std::string& name) {
                 });
 }
 
+std::vector<std::optional<std::chrono::microseconds>>
+pq_backend::renew_many(const std::vector<std::string>& names, const std::string& holder,
+                       const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
+                       clock::time_point deadline) {
+    if (names.size() != epochs.size())
+        throw invalid_argument{"renew_many: names and epochs must have the same length"};
+    std::vector<std::optional<std::chrono::microseconds>> out(names.size());
+    if (names.empty())
+        return out;
+    // Both arrays travel as one parameter each, in array literal syntax.
+    std::string name_array{'{'};
+    std::string epoch_array{'{'};
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i > 0) {
+            name_array += ',';
+            epoch_array += ',';
+        }
+        name_array += '"';
+        for (const char c : names[i]) {
+            if (c == '"' || c == '\\')
+                name_array += '\\';
+            name_array += c;
+        }
+        name_array += '"';
+        epoch_array += std::to_string(epochs[i]);
+    }
+    name_array += '}';
+    epoch_array += '}';
+    const std::string sql =
+        "SELECT (extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000000)::bigint FROM " +
+        fn("lease_renew_many") + "($1::text[], $2, $3::bigint[], $4::interval) AS r";
+    return call("lease_renew_many", bounded(deadline, m_options.call_timeout),
+                [&](pqxx::nontransaction& tx) {
+                    const pqxx::result r =
+                        tx.exec_params(sql, name_array, holder, epoch_array, interval_text(ttl));
+                    if (r.size() != names.size())
+                        throw error{"lease_renew_many: " + std::to_string(r.size()) + " rows for " +
+                                    std::to_string(names.size()) + " leases"};
+                    for (std::size_t i = 0; i < names.size(); ++i)
+                        out[i] = micros(r[static_cast<pqxx::result::size_type>(i)][0]);
+                    return out;
+                });
+}
+
+std::vector<lease_record> pq_backend::list(const std::string& prefix) {
+    const std::string sql =
+        "SELECT name, coalesce(holder, ''), epoch, coalesce(valid, false), "
+        "greatest(coalesce((extract(epoch FROM remaining) * 1000000)::bigint, 0), 0) FROM " +
+        fn("lease_status") + " WHERE starts_with(name, $1) ORDER BY name";
+    // "lease_status": a read-only call, as status() (no commit to be unsure of).
+    return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&](pqxx::nontransaction& tx) {
+                    std::vector<lease_record> out;
+                    for (const auto& row : tx.exec_params(sql, prefix)) {
+                        lease_record rec;
+                        rec.name = row[0].as<std::string>();
+                        rec.holder = row[1].as<std::string>();
+                        rec.epoch = row[2].as<std::int64_t>();
+                        rec.valid = row[3].as<bool>();
+                        rec.remaining = std::chrono::microseconds{row[4].as<long long>()};
+                        out.push_back(std::move(rec));
+                    }
+                    return out;
+                });
+}
+
 bool pq_backend::listen() {
     if (!m_options.listen)
         return false;
@@ -304,9 +370,10 @@ bool pq_backend::listen() {
     }
 }
 
-bool pq_backend::wait_for_change(const std::string& name, clock::time_point until) noexcept {
-    const auto consume = [&] {
-        const bool hit = m_changed.erase(name) + m_changed.erase("*") > 0;
+template <typename Consume>
+bool pq_backend::wait_until_event(Consume&& consume, clock::time_point until) noexcept {
+    const auto take = [&] {
+        const bool hit = consume() + m_changed.erase("*") > 0;
         if (m_changed.size() > 1024)
             m_changed.clear();
         return hit;
@@ -320,7 +387,7 @@ bool pq_backend::wait_for_change(const std::string& name, clock::time_point unti
                 return false; // wake the caller for it now, not at `until`
             }
         }
-        if (consume())
+        if (take())
             return true;
         const auto now = std::chrono::steady_clock::now();
         if (now >= until)
@@ -340,6 +407,24 @@ bool pq_backend::wait_for_change(const std::string& name, clock::time_point unti
             return false;
         }
     }
+}
+
+bool pq_backend::wait_for_change(const std::string& name, clock::time_point until) noexcept {
+    return wait_until_event([&]() -> std::size_t { return m_changed.erase(name); }, until);
+}
+
+bool pq_backend::wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept {
+    return wait_until_event(
+        [&]() -> std::size_t {
+            std::size_t hits = 0;
+            auto it = m_changed.lower_bound(prefix);
+            while (it != m_changed.end() && it->compare(0, prefix.size(), prefix) == 0) {
+                it = m_changed.erase(it);
+                ++hits;
+            }
+            return hits;
+        },
+        until);
 }
 
 void pq_backend::interrupt() noexcept {

@@ -4,6 +4,7 @@
 #include "duration.hpp"
 #include "event.hpp"
 #include "exit_codes.hpp"
+#include "group_format.hpp"
 #include "http_endpoint.hpp"
 #include "options.hpp"
 #include "run_plan.hpp"
@@ -276,3 +277,30 @@ TEST(StatusFormat, TableAndJson) {
     f.name = "free";
     EXPECT_STREQ(status_state(f), "free");
 }
+
+namespace pglease::cli {
+namespace {
+
+TEST(GroupStatus, NaturalOrderAndJson) {
+    EXPECT_TRUE(natural_less("orders/2", "orders/10"));
+    EXPECT_FALSE(natural_less("orders/10", "orders/2"));
+    EXPECT_TRUE(natural_less("a/9", "b/1"));
+    EXPECT_TRUE(natural_less("s/007", "s/8"));
+    EXPECT_FALSE(natural_less("s/1", "s/1"));
+    const std::vector<group_member_row> members{
+        {"m1", 2, true, false, 1, std::chrono::seconds{3}, ""}};
+    const std::vector<group_shard_row> shards{
+        {"s/0", std::string{"m1"}, 7, true, std::chrono::seconds{3}, ""},
+        {"s/1", std::nullopt, 8, false, std::chrono::milliseconds{0}, ""}};
+    const auto j = nlohmann::json::parse(group_json("g", members, shards));
+    EXPECT_EQ(j["members"][0]["state"], "live");
+    EXPECT_EQ(j["shards"][1]["state"], "free");
+    EXPECT_EQ(j["held"], 1);
+    EXPECT_EQ(j["free"], 1);
+    const auto table = format_group_table("g", members, shards);
+    EXPECT_NE(table.find("group g: 1 live member, 2 shards (1 held, 1 free or expired)"),
+              std::string::npos);
+}
+
+} // namespace
+} // namespace pglease::cli

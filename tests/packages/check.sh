@@ -76,7 +76,7 @@ check "pglease::testing from the installed package: the example unit test builds
 # --- run it against a server with the packaged extension ---------------------
 pg_cluster_start packages
 q "CREATE EXTENSION pg_lease" >/dev/null
-check "the packaged extension is version 1.1" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.1
+check "the packaged extension is version 1.2" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
 q "CREATE TABLE ticks (id bigserial PRIMARY KEY, epoch bigint, at timestamptz DEFAULT now())" >/dev/null
 q "SELECT lease_fence('ticks', 'ticker')" >/dev/null
 "$consumer/build/leader_worker" ticker >"$work/worker.log" 2>&1 &

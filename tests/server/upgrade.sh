@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Upgrade from 1.0: the new library works on the old schema until ALTER
-# EXTENSION ... UPDATE (renewals must not stop while an operator upgrades),
-# the update keeps every lease and epoch, and leaves the same objects as a
-# fresh 1.1 install.
+# Upgrades 1.0 -> 1.1 -> 1.2 and 1.1 -> 1.2: the new library works on the
+# old schemas until ALTER EXTENSION ... UPDATE (renewals must not stop while
+# an operator upgrades), each update keeps every lease and epoch, and both
+# paths leave the same objects as a fresh 1.2 install.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
@@ -11,8 +11,9 @@ source "$here/lib.sh"
 pg_cluster_start upgrade
 q "CREATE DATABASE old" >/dev/null
 q "CREATE DATABASE fresh" >/dev/null
+q "CREATE DATABASE mid" >/dev/null
 
-# --- the 1.1 library on a 1.0 schema ---------------------------------------
+# --- the new library on a 1.0 schema ----------------------------------------
 export PGDATABASE=old
 q "CREATE EXTENSION pg_lease VERSION '1.0'" >/dev/null
 check "installed at 1.0" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.0
@@ -27,7 +28,7 @@ epoch=$(q "SELECT epoch FROM lease_acquire('up', 'b', '30s')")
 events=$(q "SELECT count(*) FROM lease_events")
 
 # --- the update --------------------------------------------------------------
-q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
+q "ALTER EXTENSION pg_lease UPDATE TO '1.1'" >/dev/null
 check "updated to 1.1" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.1
 check "the lease and its epoch survive the update" \
 	test "$(q "SELECT holder || ' ' || epoch || ' ' || lock_delay FROM lease_status WHERE name = 'up' AND valid")" = "b $epoch 00:00:00"
@@ -38,8 +39,33 @@ check "1.1 functions work after the update" \
 check "the fence still guards the table" \
 	grep -q LS001 <<<"$(psql -X -q -v VERBOSITY=verbose -c "BEGIN; SELECT lease_use('up', $epoch); INSERT INTO up_jobs VALUES (2); COMMIT;" 2>&1 || true)"
 
+# --- 1.1 -> 1.2: the lease group views ---------------------------------------
+epoch=$(q "SELECT epoch FROM lease_acquire('pglease:group/up/shard/s1', 'm1', '30s')")
+q "SELECT lease_acquire('pglease:group/up/member/1/m1', 'm1', '30s')" >/dev/null
+events=$(q "SELECT count(*) FROM lease_events")
+q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
+check "updated to 1.2 (the default)" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
+check "the history survives the update to 1.2" test "$(q "SELECT count(*) FROM lease_events")" = "$events"
+check "1.2: lease_group_shards shows the shard held before the update" \
+	test "$(q "SELECT group_name || ' ' || shard || ' ' || holder || ' ' || epoch || ' ' || valid FROM lease_group_shards")" = "up s1 m1 $epoch true"
+check "1.2: lease_group_members counts its shard" \
+	test "$(q "SELECT member || ' ' || weight || ' ' || valid || ' ' || shards FROM lease_group_members")" = "m1 1 true 1"
+check "the shard's holder renews across the update" \
+	test "$(q "SELECT lease_renew('pglease:group/up/shard/s1', 'm1', $epoch) IS NOT NULL")" = t
+
+# --- a 1.1 install updated to 1.2 --------------------------------------------
+PGDATABASE=mid q "CREATE EXTENSION pg_lease VERSION '1.1'" >/dev/null
+mid_epoch=$(PGDATABASE=mid q "SELECT epoch FROM lease_acquire('pglease:group/g/shard/0', 'x', '30s')")
+check "1.1 schema with the new library: lease_renew_many works" \
+	test "$(PGDATABASE=mid q "SELECT count(*) FROM lease_renew_many(ARRAY['pglease:group/g/shard/0'], 'x', ARRAY[$mid_epoch]::bigint[]) WHERE expires_at IS NOT NULL")" = 1
+PGDATABASE=mid q "ALTER EXTENSION pg_lease UPDATE TO '1.2'" >/dev/null
+check "1.1 updated to 1.2" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
+check "1.1 -> 1.2: the shard shows in lease_group_shards" \
+	test "$(PGDATABASE=mid q "SELECT holder || ' ' || epoch FROM lease_group_shards WHERE group_name = 'g'")" = "x $mid_epoch"
+
 # --- same objects as a fresh install ----------------------------------------
 PGDATABASE=fresh q "CREATE EXTENSION pg_lease" >/dev/null
+check "a fresh install is version 1.2" test "$(PGDATABASE=fresh q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
 describe()
 {
 	PGDATABASE=$1 psql -X -q -A -t -v ON_ERROR_STOP=1 <<'SQL'
@@ -49,12 +75,13 @@ SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttyp
        || coalesce(' -- ' || col_description(c.oid, a.attnum), '')
   FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
   LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
- WHERE c.relnamespace = 'public'::regnamespace AND c.relname IN ('leases', 'lease_events', 'lease_status')
+ WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'v') AND c.relname LIKE 'lease%'
 UNION ALL
 SELECT 'constraint ' || conrelid::regclass || ' ' || pg_get_constraintdef(oid)
   FROM pg_constraint WHERE conrelid IN ('leases'::regclass, 'lease_events'::regclass)
 UNION ALL
-SELECT 'view ' || pg_get_viewdef('lease_status'::regclass) || ' -- ' || obj_description('lease_status'::regclass, 'pg_class')
+SELECT 'view ' || c.relname || ' ' || pg_get_viewdef(c.oid) || ' -- ' || obj_description(c.oid, 'pg_class')
+  FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'v'
 UNION ALL
 SELECT 'table ' || c.relname || ' -- ' || coalesce(obj_description(c.oid, 'pg_class'), '') || ' ' || coalesce(c.relacl::text, '')
   FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'v', 'S')
@@ -67,8 +94,11 @@ ORDER BY 1;
 SQL
 }
 describe old >"$PG_CLUSTER_ROOT/old.txt"
+describe mid >"$PG_CLUSTER_ROOT/mid.txt"
 describe fresh >"$PG_CLUSTER_ROOT/fresh.txt"
-check "1.0 + update describes the same objects as a fresh 1.1 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
+check "1.0 -> 1.1 -> 1.2 describes the same objects as a fresh 1.2 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
 	diff "$PG_CLUSTER_ROOT/old.txt" "$PG_CLUSTER_ROOT/fresh.txt"
+check "1.1 -> 1.2 describes the same objects as a fresh 1.2" \
+	diff "$PG_CLUSTER_ROOT/mid.txt" "$PG_CLUSTER_ROOT/fresh.txt"
 
 finish

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pglease {
 
@@ -92,6 +93,28 @@ public:
 
     /// Wakes a wait_for_change() in progress (or the next one). Thread-safe.
     virtual void interrupt() noexcept = 0;
+
+    // --- many leases at once (lease groups); the defaults are correct but
+    // --- slower, so a backend that cannot do better need not override them.
+
+    /// lease_renew_many(names, holder, epochs, ttl): renew() of each lease,
+    /// in one round trip where the backend can; the result has one entry
+    /// per name, in order (nullopt: that epoch is not the caller's any
+    /// more). Returns or fails by @p deadline. Default: renew() per lease.
+    virtual std::vector<std::optional<std::chrono::microseconds>>
+    renew_many(const std::vector<std::string>& names, const std::string& holder,
+               const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
+               clock::time_point deadline);
+
+    /// Every lease_status row whose name starts with @p prefix (one round
+    /// trip), ordered by name. Default: throws error (not supported).
+    virtual std::vector<lease_record> list(const std::string& prefix);
+
+    /// As wait_for_change(), but woken by an event for any lease whose name
+    /// starts with @p prefix. Default: wait_for_change(prefix, until), which
+    /// sees only the lease named exactly @p prefix (callers then wake at
+    /// @p until: the documented degradation without events).
+    virtual bool wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept;
 
 protected:
     backend(backend&&) = default;

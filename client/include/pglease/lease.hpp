@@ -88,6 +88,17 @@ public:
     /// renew whose @p deadline has passed fails (error) without being sent.
     [[nodiscard]] bool renew(clock::time_point deadline = clock::time_point::max());
 
+    /// Applies the answer to a renew of @p epoch that the caller sent itself
+    /// at @p sent, in a batch with other leases (lease_renew_many; a lease
+    /// group renews all its shards in one round trip). @p before is what
+    /// deadline() returned just before sending. @p renewed false: the
+    /// server says the epoch is not ours (held() false from now on). True:
+    /// the deadline moves to @p sent + ttl - safety margin, unless the
+    /// lease was lost meanwhile (mark_lost(), another grant) or was not
+    /// held at @p before. Returns whether the deadline moved.
+    bool apply_renewal(clock::time_point sent, clock::time_point before, std::int64_t epoch,
+                       bool renewed) noexcept;
+
     /// Stops claiming the lease (held() false at once), then frees it on the
     /// server. True if the server freed it; false if it was not ours any
     /// more. No-op (false) if this object never held a grant.

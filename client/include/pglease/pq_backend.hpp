@@ -58,6 +58,13 @@ public:
     bool listen() override;
     bool wait_for_change(const std::string& name, clock::time_point until) noexcept override;
     void interrupt() noexcept override;
+    /// One lease_renew_many() statement: one round trip, one commit.
+    std::vector<std::optional<std::chrono::microseconds>>
+    renew_many(const std::vector<std::string>& names, const std::string& holder,
+               const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
+               clock::time_point deadline) override;
+    std::vector<lease_record> list(const std::string& prefix) override;
+    bool wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept override;
 
     /// Connects now if not connected (throws connection_lost on failure).
     void connect();
@@ -81,6 +88,10 @@ private:
     template <typename F>
     auto call(const char* what, clock::time_point deadline, F&& body);
     [[nodiscard]] std::string fn(const char* name) const;
+    /// The wait of wait_for_change() and wait_for_prefix(): @p consume
+    /// takes the matching names out of m_changed.
+    template <typename Consume>
+    bool wait_until_event(Consume&& consume, clock::time_point until) noexcept;
 
     connection_options m_options;
     std::string m_conninfo;

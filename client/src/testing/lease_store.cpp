@@ -21,7 +21,7 @@ namespace detail {
 
 bool store_state::has_event(const waiter& w) const noexcept {
     for (std::size_t i = w.cursor; i < log.size(); ++i)
-        if (log[i] == w.name)
+        if (w.prefix ? log[i].compare(0, w.name.size(), w.name) == 0 : log[i] == w.name)
             return true;
     return false;
 }
@@ -257,6 +257,23 @@ std::optional<lease_record> lease_store::status(const std::string& name) const {
     if (rec.valid)
         rec.remaining = duration_cast<microseconds>(it->second.expires - m_state->clk.now());
     return rec;
+}
+
+std::vector<lease_record> lease_store::list(const std::string& prefix) const {
+    std::vector<lease_record> out;
+    const std::lock_guard lock{m_state->mutex};
+    for (auto it = m_state->rows.lower_bound(prefix);
+         it != m_state->rows.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+        lease_record rec;
+        rec.name = it->first;
+        rec.holder = it->second.holder;
+        rec.epoch = it->second.epoch;
+        rec.valid = m_state->valid(it->second);
+        if (rec.valid)
+            rec.remaining = duration_cast<microseconds>(it->second.expires - m_state->clk.now());
+        out.push_back(std::move(rec));
+    }
+    return out;
 }
 
 lease_row lease_store::row(const std::string& name) const {

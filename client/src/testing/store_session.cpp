@@ -68,11 +68,33 @@ public:
         return true;
     }
 
+    std::vector<lease_record> list(const std::string& prefix) override {
+        return m_sql.list(prefix);
+    }
+
     bool wait_for_change(const std::string& name, clock::time_point until) noexcept override {
+        return wait(name, false, until);
+    }
+
+    bool wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept override {
+        return wait(prefix, true, until);
+    }
+
+    void interrupt() noexcept override {
+        {
+            const std::lock_guard lock{m_state->mutex};
+            m_state->waiters[m_id].interrupted = true;
+        }
+        m_state->changed.notify_all();
+    }
+
+private:
+    bool wait(const std::string& name, bool prefix, clock::time_point until) noexcept {
         detail::store_state& s = *m_state;
         std::unique_lock lock{s.mutex};
         detail::waiter& w = s.waiters[m_id];
         w.name = name;
+        w.prefix = prefix;
         w.until = until;
         w.waiting = true;
         w.thread = std::this_thread::get_id();
@@ -98,15 +120,6 @@ public:
         return false;
     }
 
-    void interrupt() noexcept override {
-        {
-            const std::lock_guard lock{m_state->mutex};
-            m_state->waiters[m_id].interrupted = true;
-        }
-        m_state->changed.notify_all();
-    }
-
-private:
     void in_time(const char* what, clock::time_point deadline) const {
         if (m_state->clk.now() >= deadline)
             throw error{std::string{what} +

@@ -19,6 +19,7 @@ namespace pglease::testing::detail {
 /// A session's wait_for_change() as the store sees it.
 struct waiter {
     std::string name;                             ///< the lease it waits for
+    bool prefix = false;                          ///< name is a prefix (wait_for_prefix)
     clock::time_point until{};                    ///< when it wakes at the latest
     bool listening = false;                       ///< LISTEN pg_lease done
     std::size_t cursor = 0;                       ///< events before this index were seen

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pglease::testing {
 
@@ -151,6 +152,8 @@ public:
     std::optional<std::int64_t> handover(const std::string& name, const std::string& holder,
                                          std::int64_t epoch, const std::string& successor);
     [[nodiscard]] std::optional<lease_record> status(const std::string& name) const;
+    /// The status of every row whose name starts with @p prefix, by name.
+    [[nodiscard]] std::vector<lease_record> list(const std::string& prefix) const;
 
     /// The row as it is (a default row when there is none).
     [[nodiscard]] lease_row row(const std::string& name) const;

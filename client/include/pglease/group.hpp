@@ -1,0 +1,10 @@
+/// @file group.hpp
+/// @brief Lease groups: balanced, fenced ownership of many shards by the
+/// live members of a group. Include this one header.
+#pragma once
+
+#include "pglease/group_assignment.hpp"
+#include "pglease/group_config.hpp"
+#include "pglease/group_member.hpp"
+#include "pglease/group_names.hpp"
+#include "pglease/group_state.hpp"

@@ -1,0 +1,134 @@
+/// @file group_config.hpp
+/// @brief Configuration of a lease group member, validated at construction.
+#pragma once
+
+#include "pglease/connection_options.hpp"
+#include "pglease/group_assignment.hpp"
+#include "pglease/identity.hpp"
+#include "pglease/lease_options.hpp"
+#include "pglease/stop_token.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pglease {
+
+/// Why a member stops owning a shard.
+enum class shard_stop_reason {
+    moved,          ///< the assignment gives it to another member (released after the work stops)
+    lost,           ///< renew refused, fence rejection, or the local deadline passed
+    renew_deadline, ///< no successful renew within renew_deadline
+    leaving,        ///< the member stops (released after the work stops)
+};
+
+/// "moved", "lost", "renew_deadline", "leaving".
+[[nodiscard]] const char* to_string(shard_stop_reason r) noexcept;
+
+/// What a group member calls. All optional.
+struct group_callbacks {
+    /// Called when this member starts owning @p shard, on a thread of its
+    /// own per shard (renewals never wait for it), with the shard's epoch
+    /// (its fencing token) and a stop_token that is signalled when the
+    /// shard must stop: moved to another member, lost, the member stops, or
+    /// simply its local deadline passing. It may run for the whole term and
+    /// must return promptly once the token is signalled: the shard is
+    /// released (and can go to its new owner) only after it returned.
+    std::function<void(const std::string& shard, std::int64_t epoch, stop_token stop)>
+        on_shard_started;
+
+    /// Called once per shard term that started, on the member's thread,
+    /// after on_shard_started returned (at once when there is none) and
+    /// before the shard's lease is released.
+    std::function<void(const std::string& shard, std::int64_t epoch, shard_stop_reason why)>
+        on_shard_stopped;
+
+    /// Called on the member's thread when the set of live members it reads
+    /// from the leases table changed (sorted by identity).
+    std::function<void(const std::vector<group_member_info>& members)> on_members_changed;
+};
+
+/// Settings of a group member. Every field documents its default;
+/// validate() (called by the constructors) rejects inconsistent ones.
+///
+/// Timing is the elector's (ttl 15 s, renew deadline 10 s, retry 2 s): one
+/// lease_renew_many renews the membership lease and every shard held, at
+/// about ttl / 3; a shard whose renewals fail until its renew deadline is
+/// given up before its local deadline (ttl - safety margin), which comes
+/// before the server's expiry. The member reads the group's leases when
+/// NOTIFY pg_lease reports an event on one of them, at the expiries it
+/// knows of, and at least every retry period x [1, jitter_factor].
+struct group_config {
+    /// Required. Name of the group (1..100 bytes, no NUL).
+    std::string group;
+
+    /// Required. The shards, the same list (in any order) on every member:
+    /// unique, non-empty names. numbered_shards() makes "orders/0"...
+    std::vector<std::string> shards;
+
+    /// Member identity (the holder of every lease it takes). Default:
+    /// default_identity().
+    std::string identity = default_identity();
+
+    /// Share of the shards relative to the other members (1..1000).
+    /// Default 1. It is part of the membership lease's name, so every
+    /// member sees it.
+    std::uint32_t weight = 1;
+
+    /// Time to live of every grant and renewal. Default 15 s.
+    std::chrono::milliseconds ttl{15000};
+
+    /// How long renewals may fail, from the send time of the last successful
+    /// one, before the member gives its shards up. Default 10 s.
+    std::chrono::milliseconds renew_deadline{10000};
+
+    /// Pause between polls of the group and between retries. Default 2 s.
+    std::chrono::milliseconds retry_period{2000};
+
+    /// Retry pauses are drawn from [retry_period, retry_period x
+    /// jitter_factor]. Default 1.2; must be >= 1.
+    double jitter_factor{1.2};
+
+    /// Subtracted from ttl for the local deadline. Default (nullopt):
+    /// min(ttl / 10, 1 s).
+    std::optional<std::chrono::milliseconds> safety_margin;
+
+    /// Release the shards and the membership lease when the member stops
+    /// (each shard after its work returned). Default true.
+    bool release_on_stop = true;
+
+    /// The member's own connection (renewals, reads of the group, LISTEN;
+    /// fenced work runs on the application's connections). Its
+    /// call_timeout is lowered to retry_period if longer. Default: PG*
+    /// environment.
+    connection_options connection;
+
+    /// The callbacks (all optional).
+    group_callbacks callbacks;
+
+    /// Throws config_error unless: group 1..100 bytes without NUL; shards
+    /// non-empty, unique, each non-empty, and every lease name (shards and
+    /// membership) at most 255 bytes; identity 1..255 bytes; weight in
+    /// 1..1000; the elector's timing rules (ttl - safety margin >
+    /// renew_deadline > retry_period x jitter_factor > 0).
+    void validate() const;
+
+    /// The margin in effect.
+    [[nodiscard]] std::chrono::milliseconds effective_safety_margin() const noexcept;
+
+    /// When the member renews after a success: ttl / 3, but early enough
+    /// that one retry still fits before renew_deadline.
+    [[nodiscard]] std::chrono::milliseconds renew_interval() const noexcept;
+
+    /// The lease settings of every lease the member takes.
+    [[nodiscard]] lease_options to_lease_options() const;
+};
+
+/// "<prefix>/0" .. "<prefix>/<count - 1>".
+[[nodiscard]] std::vector<std::string> numbered_shards(const std::string& prefix,
+                                                       std::size_t count);
+
+} // namespace pglease

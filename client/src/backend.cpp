@@ -1,0 +1,30 @@
+/// @file backend.cpp
+/// @brief The default many-lease calls of a backend, built from the single ones.
+#include "pglease/backend.hpp"
+
+#include "pglease/error.hpp"
+
+namespace pglease {
+
+std::vector<std::optional<std::chrono::microseconds>>
+backend::renew_many(const std::vector<std::string>& names, const std::string& holder,
+                    const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
+                    clock::time_point deadline) {
+    if (names.size() != epochs.size())
+        throw invalid_argument{"renew_many: names and epochs must have the same length"};
+    std::vector<std::optional<std::chrono::microseconds>> out;
+    out.reserve(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out.push_back(renew(names[i], holder, epochs[i], ttl, deadline));
+    return out;
+}
+
+std::vector<lease_record> backend::list(const std::string& /*prefix*/) {
+    throw error{"this backend cannot list leases"};
+}
+
+bool backend::wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept {
+    return wait_for_change(prefix, until);
+}
+
+} // namespace pglease

@@ -1,0 +1,102 @@
+/// @file group_config.cpp
+/// @brief Validation of group member settings.
+#include "pglease/group_config.hpp"
+
+#include "pglease/error.hpp"
+#include "pglease/group_names.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace pglease {
+
+using std::chrono::milliseconds;
+
+namespace {
+constexpr std::size_t max_group_name = 100;
+constexpr std::size_t max_lease_name = 255;
+} // namespace
+
+const char* to_string(shard_stop_reason r) noexcept {
+    switch (r) {
+    case shard_stop_reason::moved:
+        return "moved";
+    case shard_stop_reason::lost:
+        return "lost";
+    case shard_stop_reason::renew_deadline:
+        return "renew_deadline";
+    case shard_stop_reason::leaving:
+        return "leaving";
+    }
+    return "unknown";
+}
+
+milliseconds group_config::effective_safety_margin() const noexcept {
+    if (safety_margin)
+        return *safety_margin;
+    return std::min(ttl / 10, milliseconds{1000});
+}
+
+milliseconds group_config::renew_interval() const noexcept {
+    const auto jittered = milliseconds{
+        static_cast<milliseconds::rep>(static_cast<double>(retry_period.count()) * jitter_factor)};
+    return std::max(std::min(ttl / 3, renew_deadline - jittered), milliseconds{1});
+}
+
+void group_config::validate() const {
+    if (group.empty() || group.size() > max_group_name)
+        throw config_error{"group name must be 1 to 100 bytes long"};
+    if (group.find('\0') != std::string::npos)
+        throw config_error{"group name must not contain a NUL byte"};
+    if (identity.empty() || identity.size() > max_lease_name)
+        throw config_error{"identity must be 1 to 255 bytes long"};
+    if (weight < 1 || weight > max_group_weight)
+        throw config_error{"weight must be between 1 and 1000"};
+    if (group_member_lease(group, identity, weight).size() > max_lease_name)
+        throw config_error{"group name and identity are too long for the membership lease name "
+                           "(at most 255 bytes: \"" +
+                           group_member_lease(group, "", weight) + "<identity>\")"};
+    if (shards.empty())
+        throw config_error{"a group needs at least one shard"};
+    std::set<std::string> seen;
+    for (const auto& s : shards) {
+        if (s.empty())
+            throw config_error{"shard names must not be empty"};
+        if (!seen.insert(s).second)
+            throw config_error{"shard \"" + s + "\" is listed twice"};
+        const std::string lease = group_shard_lease(group, s);
+        validate_lease_name(lease);
+    }
+    if (ttl <= milliseconds::zero() || renew_deadline <= milliseconds::zero() ||
+        retry_period <= milliseconds::zero())
+        throw config_error{"ttl, renew deadline and retry period must be positive"};
+    if (!(jitter_factor >= 1.0))
+        throw config_error{"jitter factor must be at least 1"};
+    const auto margin = effective_safety_margin();
+    if (margin < milliseconds::zero())
+        throw config_error{"safety margin must not be negative"};
+    if (ttl - margin <= renew_deadline)
+        throw config_error{"ttl minus the safety margin must be greater than the renew deadline"};
+    if (static_cast<double>(renew_deadline.count()) <=
+        static_cast<double>(retry_period.count()) * jitter_factor)
+        throw config_error{"renew deadline must be greater than retry period times jitter factor"};
+}
+
+lease_options group_config::to_lease_options() const {
+    lease_options o;
+    o.identity = identity;
+    o.ttl = ttl;
+    o.safety_margin = effective_safety_margin();
+    o.retry_period = retry_period;
+    return o;
+}
+
+std::vector<std::string> numbered_shards(const std::string& prefix, std::size_t count) {
+    std::vector<std::string> out;
+    out.reserve(count);
+    for (std::size_t i = 0; i < count; ++i)
+        out.push_back(prefix + "/" + std::to_string(i));
+    return out;
+}
+
+} // namespace pglease
