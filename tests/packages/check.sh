@@ -28,7 +28,7 @@ for p in libpglease-dev pglease postgresql-15-pg-lease; do
 	check "$p is installed" installed "$p"
 done
 check "the extension is where PostgreSQL looks" \
-	test -f "$(pg_config --pkglibdir)/pg_lease.so" -a -f "$(pg_config --sharedir)/extension/pg_lease--1.1.sql"
+	test -f "$(pg_config --pkglibdir)/pg_lease.so" -a -f "$(pg_config --sharedir)/extension/pg_lease--1.2.sql"
 check "headers, CMake package and pkg-config file are installed" \
 	test -f /usr/include/pglease/pglease.hpp -a -f /usr/lib/cmake/pglease/pgleaseConfig.cmake -a -f /usr/lib/pkgconfig/pglease.pc
 check "the command is on PATH" test "$(command -v pglease)" = /usr/bin/pglease
@@ -41,7 +41,7 @@ cat >"$consumer/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.18)
 project(consumer LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 17)
-find_package(pglease 1.1 REQUIRED)
+find_package(pglease 1.2 REQUIRED)
 add_executable(leader_worker leader_worker.cpp)
 target_link_libraries(leader_worker PRIVATE pglease::client)
 CMAKE
@@ -63,7 +63,7 @@ cat >"$consumer/testing/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.18)
 project(consumer_testing LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 17)
-find_package(pglease 1.1 REQUIRED)
+find_package(pglease 1.2 REQUIRED)
 find_package(GTest REQUIRED)
 add_executable(scheduler_test report_scheduler_test.cpp)
 target_link_libraries(scheduler_test PRIVATE pglease::testing GTest::gtest GTest::gtest_main)
