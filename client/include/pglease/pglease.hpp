@@ -10,6 +10,7 @@
 #include "pglease/elector_config.hpp"
 #include "pglease/error.hpp"
 #include "pglease/fence.hpp"
+#include "pglease/handover.hpp"
 #include "pglease/identity.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_options.hpp"
