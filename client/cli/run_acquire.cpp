@@ -100,6 +100,8 @@ int supervisor::acquire_phase() {
             if (!announced && !m_g.quiet)
                 held_elsewhere_message("; waiting");
             announced = true;
+            if (m_a.take_over)
+                ask_for_takeover();
             if (const auto hint = m_lease.expiry_hint())
                 wake = std::min(wake, std::max(*hint, steady::now() + milliseconds{1}));
         } catch (const pglease::config_error& e) {

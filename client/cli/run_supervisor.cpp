@@ -207,12 +207,16 @@ int supervisor::supervise() {
             }
         }
 
-        // 2. Signals, and the renew thread's wake-ups.
+        // 2. Signals, the renew thread's wake-ups, and verified take-over
+        //    requests: those stop the job as a lost lease does, then hand over.
         unsigned char buf[64];
         ssize_t n;
         while ((n = ::read(run_signals::read_fd(), buf, sizeof buf)) > 0) {
             for (ssize_t i = 0; i < n; ++i) {
                 const int sig = buf[i];
+                if (buf[i] == run_signals::handover_byte && !lost && take_handover_request() &&
+                    (!m_child_exited || group_alive()))
+                    begin_termination(false);
                 if (buf[i] == run_signals::renewer_byte || !run_signals::is_forwarded(sig))
                     continue;
                 if (run_signals::is_shutdown(sig) && forwarded_shutdown && !killed) {
@@ -267,6 +271,9 @@ int supervisor::supervise() {
     }
 
     stop_renewer();
+    m_listener.reset();
+    if (m_handover && !lost)
+        return finish_handover();
     if (lost) {
         if (!m_refused.load())
             release_lease(true); // hand over at once if the server still had it as ours
@@ -302,10 +309,13 @@ int supervisor::run() {
         release_lease(false);
         return rc;
     }
+    m_requester.reset(); // --take-over: done asking
     {
         // The renew thread must not take our signals (poll, not libpq, handles them).
         const run_signals::blocked_in_this_thread blocked;
         m_renewer = std::thread{[this] { renew_loop(); }};
+        // After the job started: a new instance's job should not wait for it.
+        listen_for_takeover_requests();
     }
     return supervise();
 }
