@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -145,13 +146,20 @@ void handover_listener::run() noexcept {
 // --- the supervisor's steps ---------------------------------------------
 
 void supervisor::ask_for_takeover() {
-    // Ask each new holder once, and the same one again after a ttl (its
-    // listener may have been reconnecting; a holder that does not
-    // understand the request just keeps the lease and we wait as usual).
+    // Ask each new holder at once, and the same one again after the retry
+    // period, doubling up to the ttl: a holder that just started may not be
+    // listening yet. One that does not understand the request keeps the
+    // lease, and we wait as usual.
     const std::string holder = m_lease.holder();
     const auto now = steady::now();
-    if (holder.empty() || (holder == m_asked_holder && now - m_asked_at < m_a.timing.ttl))
+    if (holder.empty())
         return;
+    if (holder != m_asked_holder)
+        m_ask_every = m_a.timing.retry;
+    else if (now - m_asked_at < m_ask_every)
+        return;
+    else
+        m_ask_every = std::min(m_ask_every * 2, m_a.timing.ttl);
     if (!m_requester)
         m_requester = std::make_unique<takeover_requester>(
             plain_conninfo(m_g) + " connect_timeout=2", handover_request{m_a.lease, m_lease.identity()});

@@ -261,9 +261,12 @@ int supervisor::supervise() {
             until = std::min(until, std::max(step_down_at(), steady::now()));
         if (terminating && !killed)
             until = std::min(until, kill_at);
-        if (terminating || m_child_exited)
-            until =
-                std::min(until, steady::now() + milliseconds{20}); // non-children leave no SIGCHLD
+        if (terminating || m_child_exited) {
+            // Non-children leave no SIGCHLD: poll; finer while a successor
+            // waits for the group to be gone.
+            const milliseconds tick{m_handover ? 2 : 20};
+            until = std::min(until, steady::now() + tick);
+        }
         const auto wait_ms = std::clamp<long long>(
             std::chrono::ceil<milliseconds>(until - steady::now()).count(), 0, INT_MAX);
         pollfd pfd{run_signals::read_fd(), POLLIN, 0};
@@ -271,9 +274,9 @@ int supervisor::supervise() {
     }
 
     stop_renewer();
-    m_listener.reset();
     if (m_handover && !lost)
-        return finish_handover();
+        return finish_handover(); // the listener goes after: the successor waits
+    m_listener.reset();
     if (lost) {
         if (!m_refused.load())
             release_lease(true); // hand over at once if the server still had it as ours
