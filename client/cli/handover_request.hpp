@@ -26,6 +26,7 @@ struct handover_request {
 /// Parses a payload: nullopt unless a JSON object with string "lease" and
 /// "requester" of 1..255 bytes each. Never throws. Who sent it is checked
 /// elsewhere (the notification's backend pid), not here.
-[[nodiscard]] std::optional<handover_request> parse_handover_request(std::string_view payload) noexcept;
+[[nodiscard]] std::optional<handover_request>
+parse_handover_request(std::string_view payload) noexcept;
 
 } // namespace pglease::cli

@@ -161,8 +161,9 @@ void supervisor::ask_for_takeover() {
     else
         m_ask_every = std::min(m_ask_every * 2, m_a.timing.ttl);
     if (!m_requester)
-        m_requester = std::make_unique<takeover_requester>(
-            plain_conninfo(m_g) + " connect_timeout=2", handover_request{m_a.lease, m_lease.identity()});
+        m_requester =
+            std::make_unique<takeover_requester>(plain_conninfo(m_g) + " connect_timeout=2",
+                                                 handover_request{m_a.lease, m_lease.identity()});
     std::string error;
     if (!m_requester->ask(error)) {
         info(m_g, "could not send the take-over request (waiting as usual): " + error);
@@ -170,8 +171,8 @@ void supervisor::ask_for_takeover() {
     }
     m_asked_holder = holder;
     m_asked_at = now;
-    info(m_g, "asked " + holder + " to hand lease \"" + m_a.lease + "\" over to " +
-                  m_lease.identity());
+    info(m_g,
+         "asked " + holder + " to hand lease \"" + m_a.lease + "\" over to " + m_lease.identity());
 }
 
 void supervisor::listen_for_takeover_requests() {
@@ -212,8 +213,8 @@ int supervisor::finish_handover() {
         info(m_g, "lease \"" + m_a.lease + "\" was no longer ours to hand over; exiting 76");
         return exit_lease_lost;
     } catch (const std::exception& e) {
-        std::cerr << "pglease: warning: could not hand lease \"" << m_a.lease << "\" over to "
-                  << to << " (releasing it instead): " << e.what() << std::endl;
+        std::cerr << "pglease: warning: could not hand lease \"" << m_a.lease << "\" over to " << to
+                  << " (releasing it instead): " << e.what() << std::endl;
         release_lease(false);
         return exit_error;
     }

@@ -87,7 +87,7 @@ private:
     std::unique_ptr<takeover_requester> m_requester; ///< --take-over, while waiting
     std::string m_asked_holder;                      ///< whom we asked last
     steady::time_point m_asked_at{};
-    std::chrono::milliseconds m_ask_every{0}; ///< backoff of repeated requests
+    std::chrono::milliseconds m_ask_every{0};      ///< backoff of repeated requests
     std::unique_ptr<handover_listener> m_listener; ///< requests to us, while holding
     std::optional<accepted_request> m_handover;    ///< the request we act on
 };

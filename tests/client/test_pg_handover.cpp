@@ -150,11 +150,10 @@ TEST_F(pg_handover, yield_to_hands_over_after_the_work_stopped_and_fences_the_ol
     // The successor writes; every row of the old epoch came before any of the new.
     ASSERT_TRUE(eventually([&] { return tb.writes > 2; }, 5s));
     pqxx::nontransaction tx{admin()};
-    const auto order = tx.exec1("SELECT coalesce(max(id) FILTER (WHERE epoch = " +
-                                std::to_string(old_epoch) +
-                                "), 0) < min(id) FILTER (WHERE epoch = " +
-                                std::to_string(r.new_epoch) + "), count(DISTINCT epoch) FROM " +
-                                tx.quote_name(table));
+    const auto order =
+        tx.exec1("SELECT coalesce(max(id) FILTER (WHERE epoch = " + std::to_string(old_epoch) +
+                 "), 0) < min(id) FILTER (WHERE epoch = " + std::to_string(r.new_epoch) +
+                 "), count(DISTINCT epoch) FROM " + tx.quote_name(table));
     EXPECT_TRUE(order[0].as<bool>());
     EXPECT_EQ(order[1].as<int>(), 2);
     EXPECT_TRUE(eventually([&] { return a.leader() == b.identity(); }, 3s));
