@@ -74,6 +74,11 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     run->add_option("--ttl", run_ttl, "Lease time to live (default 15s)")->check(duration_check);
     run->add_option("--identity", pc.run.identity, "Holder identity (default: host:pid:random)");
     run->add_flag("--no-wait", pc.run.no_wait, "Exit 75 at once when the lease is held elsewhere");
+    run->add_flag("--take-over", pc.run.take_over,
+                  "Rolling deploy: ask the holder (a pglease run of the same role) to stop its "
+                  "job and hand the lease over to this one, then run CMD");
+    run->add_flag("--no-handover", pc.run.no_handover,
+                  "Ignore --take-over requests from other instances (no extra session)");
     run->add_option("--kill-after", run_kill_after,
                     "Grace between SIGTERM and SIGKILL when the lease is lost (default min(ttl/5, "
                     "10s), at most ttl/3)")
@@ -95,7 +100,9 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         "--kill-after, before the lease can expire on the server, and pglease\n"
         "exits 76. SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 are passed to\n"
         "the group. Otherwise pglease releases the lease and exits with CMD's\n"
-        "status (128+N when signal N killed it).\n\n"
+        "status (128+N when signal N killed it). A holder asked by a verified\n"
+        "`run --take-over` (same role or a superuser) stops CMD the same way,\n"
+        "hands the lease to the requester and exits 0.\n\n"
         "Example (cron): pglease run --lease nightly-report --no-wait -- /usr/local/bin/report\n");
 
     // status, watch
@@ -197,6 +204,9 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         if (tail && !run_positional.empty())
             return usage("run: give the command after -- only");
         pc.run.command = tail ? *tail : run_positional;
+        if (pc.run.take_over && pc.run.no_wait)
+            return usage("run: --take-over waits for the holder to hand over; it cannot be "
+                         "combined with --no-wait");
         if (pc.run.command.empty())
             return usage(
                 "run: a command is required after --, e.g. pglease run --lease jobs -- ./job.sh");

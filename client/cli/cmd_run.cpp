@@ -25,6 +25,12 @@
 ///  6. When the job exits, leftover processes in its group get SIGTERM (then
 ///     SIGKILL), the lease is released, and pglease exits with the job's
 ///     status (128 + signal when a signal killed it).
+///  7. Rolling deploys (run_handover.hpp): a holder LISTENs on
+///     pg_lease_handover; a request from `run --take-over` whose sending
+///     session is still there and of the holder's role (or a superuser)
+///     stops the job as in step 4, then lease_handover() gives the lease to
+///     the requester and pglease exits 0. The requester, waiting in step 1,
+///     wakes on the handover event and acquires the handed epoch.
 ///
 /// The library's lease gives the local deadline: steady time when the last
 /// successful acquire/renew was *sent* + ttl - safety margin, always before

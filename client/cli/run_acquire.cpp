@@ -100,6 +100,11 @@ int supervisor::acquire_phase() {
             if (!announced && !m_g.quiet)
                 held_elsewhere_message("; waiting");
             announced = true;
+            if (m_a.take_over) {
+                ask_for_takeover();
+                if (!m_asked_holder.empty()) // try (and ask) again on the backoff
+                    wake = std::min(wake, m_asked_at + m_ask_every);
+            }
             if (const auto hint = m_lease.expiry_hint())
                 wake = std::min(wake, std::max(*hint, steady::now() + milliseconds{1}));
         } catch (const pglease::config_error& e) {

@@ -55,9 +55,8 @@ int read_fd() noexcept {
     return g_pipe[0];
 }
 
-void wake_main() noexcept {
-    const unsigned char b = renewer_byte;
-    [[maybe_unused]] const auto n = ::write(g_pipe[1], &b, 1);
+void wake_main(unsigned char byte) noexcept {
+    [[maybe_unused]] const auto n = ::write(g_pipe[1], &byte, 1);
 }
 
 int shutdown_signal() noexcept {

@@ -15,13 +15,15 @@ namespace pglease::cli::run_signals {
 
 /// The byte the renew thread writes to wake the main thread (not a signal).
 inline constexpr unsigned char renewer_byte = 0xff;
+/// The byte the handover listener writes when a verified request came.
+inline constexpr unsigned char handover_byte = 0xfe;
 
 /// Creates the self-pipe and installs the handlers; ignores SIGPIPE.
 void install();
 /// The pipe's read end (non-blocking): one byte per signal or wake-up.
 [[nodiscard]] int read_fd() noexcept;
 /// Wakes the main thread from another thread.
-void wake_main() noexcept;
+void wake_main(unsigned char byte = renewer_byte) noexcept;
 /// The last SIGINT/SIGTERM/SIGHUP/SIGQUIT received, or 0.
 [[nodiscard]] int shutdown_signal() noexcept;
 [[nodiscard]] bool is_shutdown(int sig) noexcept;

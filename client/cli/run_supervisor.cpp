@@ -207,12 +207,16 @@ int supervisor::supervise() {
             }
         }
 
-        // 2. Signals, and the renew thread's wake-ups.
+        // 2. Signals, the renew thread's wake-ups, and verified take-over
+        //    requests: those stop the job as a lost lease does, then hand over.
         unsigned char buf[64];
         ssize_t n;
         while ((n = ::read(run_signals::read_fd(), buf, sizeof buf)) > 0) {
             for (ssize_t i = 0; i < n; ++i) {
                 const int sig = buf[i];
+                if (buf[i] == run_signals::handover_byte && !lost && take_handover_request() &&
+                    (!m_child_exited || group_alive()))
+                    begin_termination(false);
                 if (buf[i] == run_signals::renewer_byte || !run_signals::is_forwarded(sig))
                     continue;
                 if (run_signals::is_shutdown(sig) && forwarded_shutdown && !killed) {
@@ -257,9 +261,12 @@ int supervisor::supervise() {
             until = std::min(until, std::max(step_down_at(), steady::now()));
         if (terminating && !killed)
             until = std::min(until, kill_at);
-        if (terminating || m_child_exited)
-            until =
-                std::min(until, steady::now() + milliseconds{20}); // non-children leave no SIGCHLD
+        if (terminating || m_child_exited) {
+            // Non-children leave no SIGCHLD: poll; finer while a successor
+            // waits for the group to be gone.
+            const milliseconds tick{m_handover ? 2 : 20};
+            until = std::min(until, steady::now() + tick);
+        }
         const auto wait_ms = std::clamp<long long>(
             std::chrono::ceil<milliseconds>(until - steady::now()).count(), 0, INT_MAX);
         pollfd pfd{run_signals::read_fd(), POLLIN, 0};
@@ -267,6 +274,9 @@ int supervisor::supervise() {
     }
 
     stop_renewer();
+    if (m_handover && !lost)
+        return finish_handover(); // the listener goes after: the successor waits
+    m_listener.reset();
     if (lost) {
         if (!m_refused.load())
             release_lease(true); // hand over at once if the server still had it as ours
@@ -302,10 +312,13 @@ int supervisor::run() {
         release_lease(false);
         return rc;
     }
+    m_requester.reset(); // --take-over: done asking
     {
         // The renew thread must not take our signals (poll, not libpq, handles them).
         const run_signals::blocked_in_this_thread blocked;
         m_renewer = std::thread{[this] { renew_loop(); }};
+        // After the job started: a new instance's job should not wait for it.
+        listen_for_takeover_requests();
     }
     return supervise();
 }

@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "run_handover.hpp"
 #include "run_observability.hpp"
 
 #include <pglease/lease.hpp>
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -61,6 +63,10 @@ private:
     void reap() noexcept;
     void release_lease(bool quiet_if_lost);
     void held_elsewhere_message(const char* verb);
+    void ask_for_takeover();
+    void listen_for_takeover_requests();
+    bool take_handover_request();
+    int finish_handover();
 
     const global_options& m_g;
     const run_args& m_a;
@@ -77,6 +83,13 @@ private:
     std::string m_last_renew_error; ///< guarded by m_mutex
     std::atomic<bool> m_refused{false};
     std::unique_ptr<run_observability> m_http; ///< --http: /healthz and /metrics
+
+    std::unique_ptr<takeover_requester> m_requester; ///< --take-over, while waiting
+    std::string m_asked_holder;                      ///< whom we asked last
+    steady::time_point m_asked_at{};
+    std::chrono::milliseconds m_ask_every{0};      ///< backoff of repeated requests
+    std::unique_ptr<handover_listener> m_listener; ///< requests to us, while holding
+    std::optional<accepted_request> m_handover;    ///< the request we act on
 };
 
 } // namespace pglease::cli

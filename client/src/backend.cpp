@@ -1,5 +1,6 @@
 /// @file backend.cpp
-/// @brief The default many-lease calls of a backend, built from the single ones.
+/// @brief Defaults of the backend seam for calls added after 1.0 (the many-lease
+/// calls built from the single ones).
 #include "pglease/backend.hpp"
 
 #include "pglease/error.hpp"
@@ -25,6 +26,11 @@ std::vector<lease_record> backend::list(const std::string& /*prefix*/) {
 
 bool backend::wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept {
     return wait_for_change(prefix, until);
+}
+
+std::optional<std::int64_t> backend::handover(const std::string& name, const std::string&,
+                                              std::int64_t, const std::string&) {
+    throw error{"lease_handover: not supported by this backend (lease \"" + name + "\")"};
 }
 
 } // namespace pglease

@@ -32,6 +32,7 @@ void elector::start() {
     const std::lock_guard lock{m_mutex};
     if (m_thread.joinable() || m_stopping.load())
         return;
+    m_accepting_yields = true;
     m_thread = std::thread{[this] { run(); }};
 }
 
@@ -88,6 +89,7 @@ void elector::start_term(std::int64_t epoch) {
             m_source->request_stop();
     }
     m_worker = std::thread{[this, epoch, token] {
+        m_worker_id.store(std::this_thread::get_id()); // yield_to() refuses this thread
         try {
             m_config.callbacks.on_started_leading(epoch, token);
         } catch (...) {
@@ -139,9 +141,11 @@ void elector::dispatch(const std::vector<election_event>& events) {
 }
 
 void elector::run() noexcept {
+    m_loop_id.store(std::this_thread::get_id());
     (void)m_db->listen();
     while (!m_stopping.load()) {
         try {
+            serve_yield();
             if (m_work_failed.exchange(false)) {
                 // Leader work failed: resign now, campaign again after a
                 // retry period (not at once, or a crashing job would spin).
@@ -170,9 +174,20 @@ void elector::run() noexcept {
         (void)m_db->wait_for_change(m_config.lease_name, wake);
     }
 
-    // Stopping: end the term, let the work return, then release and report.
+    // Stopping: a yield_to() that came meanwhile is served; no later one is
+    // taken (it answers not_leading).
+    {
+        const std::lock_guard lock{m_mutex};
+        m_accepting_yields = false;
+    }
+    serve_yield();
+
+    // Stopping: end the term, let the work return, then hand over to the
+    // preferred successor, or release, and report.
     try {
-        if (m_election.in_term()) {
+        if (m_election.in_term() && !m_config.preferred_successor.empty()) {
+            (void)hand_over(m_config.preferred_successor, m_config.release_on_stop);
+        } else if (m_election.in_term()) {
             {
                 const std::lock_guard lock{m_mutex};
                 if (m_source)

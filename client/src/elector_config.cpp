@@ -43,6 +43,10 @@ void elector_config::validate() const {
     if (static_cast<double>(renew_deadline.count()) <=
         static_cast<double>(retry_period.count()) * jitter_factor)
         throw config_error{"renew deadline must be greater than retry period times jitter factor"};
+    if (preferred_successor.size() > 255)
+        throw config_error{"preferred successor must be at most 255 bytes"};
+    if (!preferred_successor.empty() && preferred_successor == identity)
+        throw config_error{"preferred successor must not be the elector's own identity"};
     if (!callbacks.on_started_leading)
         throw config_error{"on_started_leading callback is required"};
     if (!callbacks.on_stopped_leading)

@@ -135,6 +135,14 @@ bool lease::release() {
     return m_db.release(m_name, m_options.identity, epoch);
 }
 
+std::optional<std::int64_t> lease::hand_over(const std::string& successor) {
+    const std::int64_t epoch = m_epoch.load();
+    if (epoch == 0)
+        return std::nullopt;
+    m_deadline.store(lost); // as release(): stop claiming before the server moves it
+    return m_db.handover(m_name, m_options.identity, epoch, successor);
+}
+
 void lease::mark_lost() noexcept {
     m_deadline.store(lost);
 }

@@ -270,6 +270,18 @@ bool pq_backend::revoke(const std::string& name) {
                 [&](pqxx::nontransaction& tx) { return tx.exec_params1(sql, name)[0].as<bool>(); });
 }
 
+std::optional<std::int64_t> pq_backend::handover(const std::string& name, const std::string& holder,
+                                                 std::int64_t epoch, const std::string& successor) {
+    const std::string sql = "SELECT " + fn("lease_handover") + "($1, $2, $3, $4)";
+    return call("lease_handover", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&](pqxx::nontransaction& tx) -> std::optional<std::int64_t> {
+                    const pqxx::field f = tx.exec_params1(sql, name, holder, epoch, successor)[0];
+                    if (f.is_null())
+                        return std::nullopt;
+                    return f.as<std::int64_t>();
+                });
+}
+
 std::optional<lease_record> pq_backend::status(const std::string& name) {
     const std::string sql =
         "SELECT name, coalesce(holder, ''), epoch, coalesce(valid, false), "

@@ -77,6 +77,12 @@ bool fake_backend::release(const std::string& name, const std::string& holder, s
     return call([&] { return m_inner->release(name, holder, epoch); });
 }
 
+std::optional<std::int64_t> fake_backend::handover(const std::string& name,
+                                                   const std::string& holder, std::int64_t epoch,
+                                                   const std::string& successor) {
+    return call([&] { return m_inner->handover(name, holder, epoch, successor); });
+}
+
 bool fake_backend::revoke(const std::string& name) {
     return call([&] { return m_inner->revoke(name); });
 }

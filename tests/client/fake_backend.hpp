@@ -41,6 +41,8 @@ public:
           clock::time_point deadline = clock::time_point::max()) override;
     bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override;
     bool revoke(const std::string& name) override;
+    std::optional<std::int64_t> handover(const std::string& name, const std::string& holder,
+                                         std::int64_t epoch, const std::string& successor) override;
     std::optional<lease_record> status(const std::string& name) override;
     bool listen() override;
     bool wait_for_change(const std::string& name, clock::time_point until) noexcept override;

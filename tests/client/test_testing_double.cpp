@@ -100,6 +100,37 @@ TEST(testing_double, scripted_states_drive_the_elector) {
     EXPECT_LT(std::chrono::steady_clock::now() - from, 500ms);
 }
 
+TEST(testing_double, yield_to_hands_the_lease_to_a_campaigning_successor) {
+    lease_store store;
+    std::atomic<int> a_started{0}, a_stopped{0}, b_started{0}, b_stopped{0};
+    elector_config cfg_a = config(a_started, a_stopped);
+    elector_config cfg_b = config(b_started, b_stopped);
+    cfg_b.identity = "successor";
+    elector a{cfg_a, store.connect(), store.clock()};
+    a.start();
+    ASSERT_TRUE(store.wait_until_waiting());
+    ASSERT_TRUE(a.leading());
+    elector b{cfg_b, store.connect(), store.clock()};
+    b.start();
+    ASSERT_TRUE(store.wait_until_waiting(2));
+    ASSERT_EQ(b.leader(), "me");
+
+    const handover_result r = a.yield_to("successor");
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(a_stopped.load(), 1); // on_stopped_leading ran before yield_to returned
+    ASSERT_TRUE(store.wait_until_waiting(2));
+    EXPECT_TRUE(b.leading()); // woken by the handover, no time passed
+    EXPECT_EQ(b.epoch(), r.new_epoch);
+    EXPECT_FALSE(a.leading());
+    EXPECT_EQ(store.row(cfg_a.lease_name).holder, "successor");
+
+    // Not leading any more: nothing to hand over.
+    EXPECT_EQ(a.yield_to("successor").what, handover_result::outcome::not_leading);
+    store.advance(cfg_a.ttl * 2); // b renews; a stays a follower
+    EXPECT_TRUE(b.leading());
+    EXPECT_EQ(a_started.load(), 1);
+}
+
 TEST(testing_double, revoke_ends_the_term_at_once_and_expire_at_the_next_renew) {
     lease_store store;
     std::atomic<int> started{0};

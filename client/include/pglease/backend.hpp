@@ -76,6 +76,14 @@ public:
     /// lease_revoke(name): frees the lease whoever holds it (administrators).
     virtual bool revoke(const std::string& name) = 0;
 
+    /// lease_handover(name, holder, epoch, successor): grants the lease to
+    /// @p successor with a new epoch if (holder, epoch) is the unexpired
+    /// grant of record; the new epoch, or nullopt when it was not. Bounded
+    /// like release(). The default throws error (a backend without it, e.g.
+    /// an older test double), so adding it breaks no implementation.
+    virtual std::optional<std::int64_t> handover(const std::string& name, const std::string& holder,
+                                                 std::int64_t epoch, const std::string& successor);
+
     /// The lease_status row for @p name, or nullopt when there is none.
     virtual std::optional<lease_record> status(const std::string& name) = 0;
 

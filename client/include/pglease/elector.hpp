@@ -8,9 +8,11 @@
 #include "pglease/election.hpp"
 #include "pglease/elector_config.hpp"
 #include "pglease/fence.hpp"
+#include "pglease/handover.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <atomic>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,7 +44,13 @@ namespace pglease {
 ///   (lease_evicted).
 /// - stop() (and the destructor) ends the term, waits for
 ///   on_started_leading to return, releases the lease (release_on_stop),
-///   calls on_stopped_leading, and joins the threads.
+///   calls on_stopped_leading, and joins the threads. With
+///   preferred_successor set it hands the lease over instead, as yield_to().
+/// - yield_to() (planned handover) stops the work first: the stop_token is
+///   signalled, on_started_leading returns and on_stopped_leading is
+///   called, and only then does lease_handover commit; the successor cannot
+///   lead before this term's work is over, and this epoch's writes are
+///   refused from that commit on.
 ///
 /// Unlike client-go's elector, which does not fence (a paused leader can
 /// still write after a new one was elected), work done with run_fenced() is
@@ -136,6 +144,37 @@ public:
         }
     }
 
+    /// Planned handover (like Kubernetes' coordinated leader election with a
+    /// preferred successor): ends this term now and grants the lease to
+    /// @p successor, normally another elector campaigning with that identity,
+    /// which leads at once with the new epoch (it wakes on the handover
+    /// NOTIFY; no wait for the ttl). In order: the stop_token is signalled,
+    /// on_started_leading returns, on_stopped_leading is called, then
+    /// lease_handover commits. Blocks until done: the work's return (as
+    /// stop()), then one call bounded by the connection's call_timeout.
+    /// Afterwards this elector campaigns on as a follower.
+    ///
+    /// The successor is not checked: if no live elector campaigns with that
+    /// identity, the lease sits with it until its ttl runs out, and then any
+    /// candidate (this one too) takes it over with a new epoch. Safety is
+    /// unaffected (nobody writes with the handed-over epoch); only the
+    /// lease is unavailable for up to one ttl. Use identities that the
+    /// successor really runs with (elector_config::identity).
+    ///
+    /// Returns handed_over (new_epoch), not_leading (nothing done: not in a
+    /// term, not started, or stopped), not_ours (lease_handover returned
+    /// NULL: this term had already lost the lease; on_stopped_leading was
+    /// called anyway) or failed (outcome unknown; a release was tried).
+    /// Throws config_error for an invalid @p successor or this elector's own
+    /// identity, and error when called from a callback (it would wait for
+    /// itself) or while another yield_to() is in progress.
+    handover_result yield_to(const std::string& successor);
+
+    /// What the last handover (yield_to() or the preferred_successor on
+    /// stop) did; nullopt if none was tried. After stop() this tells whether
+    /// preferred_successor got the lease.
+    [[nodiscard]] std::optional<handover_result> last_handover() const;
+
     /// Tells the elector that the grant with @p epoch is gone (e.g. the
     /// application saw LS001/LS002 on its own): the term ends now.
     void report_lost(std::int64_t epoch) noexcept;
@@ -146,6 +185,14 @@ private:
     void start_term(std::int64_t epoch);
     void end_term();
     void join_worker() noexcept;
+    handover_result hand_over(const std::string& successor, bool release_on_failure);
+    void serve_yield();
+
+    /// A yield_to() waiting for the elector's thread.
+    struct yield_request {
+        std::string successor;
+        std::promise<handover_result> done;
+    };
 
     elector_config m_config;
     const clock& m_clock;
@@ -153,6 +200,11 @@ private:
     election m_election;
     mutable std::mutex m_mutex; ///< guards m_source
     std::optional<stop_source> m_source;
+    std::optional<yield_request> m_yield;           ///< guarded by m_mutex
+    std::optional<handover_result> m_last_handover; ///< guarded by m_mutex
+    bool m_accepting_yields = false;                ///< guarded by m_mutex: the loop runs
+    std::atomic<std::thread::id> m_worker_id{};     ///< the current term's worker
+    std::atomic<std::thread::id> m_loop_id{};       ///< the elector's thread
     std::thread m_worker;
     std::atomic<bool> m_stopping{false};
     std::atomic<bool> m_work_failed{false};

@@ -80,6 +80,16 @@ struct elector_config {
     /// Release the lease when the elector stops. Default true.
     bool release_on_stop = true;
 
+    /// Planned handover on a graceful stop: when set, stop() hands the lease
+    /// to this identity (lease_handover) instead of releasing it, after the
+    /// term's work has stopped and on_stopped_leading returned; an elector
+    /// campaigning with that identity leads at once (woken by the handover
+    /// NOTIFY). If nobody campaigns with it, the lease sits with that
+    /// identity until its ttl runs out, then any candidate takes it over.
+    /// The outcome is in elector::last_handover(); when the call fails, the
+    /// lease is released (if release_on_stop). Default empty: release.
+    std::string preferred_successor;
+
     /// The elector's own connection (for acquire/renew/LISTEN only; fenced
     /// work runs on the application's connections). Its call_timeout is
     /// lowered to retry_period if longer; its acquire_timeout (default 5 s,
@@ -94,7 +104,8 @@ struct elector_config {
     /// ttl, renew_deadline, retry_period > 0; jitter_factor >= 1;
     /// ttl > renew_deadline; ttl - safety margin > renew_deadline;
     /// renew_deadline > retry_period x jitter_factor; both required
-    /// callbacks set.
+    /// callbacks set; preferred_successor empty, or 1..255 bytes and not
+    /// identity.
     void validate() const;
 
     /// The margin in effect.

@@ -104,6 +104,15 @@ public:
     /// more. No-op (false) if this object never held a grant.
     bool release();
 
+    /// Planned handover: stops claiming the lease (held() false at once),
+    /// then lease_handover() grants it to @p successor with a new epoch; the
+    /// successor learns it with its own acquire (same epoch). The new epoch,
+    /// or nullopt when this epoch was no longer the unexpired grant of record
+    /// (nothing changed) or this object never held a grant. Throws like
+    /// release() when the outcome is unknown. Stop this grant's fenced work
+    /// first: from the commit on, its writes are refused (LS001).
+    std::optional<std::int64_t> hand_over(const std::string& successor);
+
     /// Makes held() false now, e.g. after a fence rejection. Thread-safe.
     void mark_lost() noexcept;
 

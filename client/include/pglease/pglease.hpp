@@ -11,6 +11,7 @@
 #include "pglease/error.hpp"
 #include "pglease/fence.hpp"
 #include "pglease/group.hpp"
+#include "pglease/handover.hpp"
 #include "pglease/identity.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_options.hpp"

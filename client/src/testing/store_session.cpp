@@ -54,6 +54,12 @@ public:
 
     bool revoke(const std::string& name) override { return m_sql.revoke(name); }
 
+    std::optional<std::int64_t> handover(const std::string& name, const std::string& holder,
+                                         std::int64_t epoch,
+                                         const std::string& successor) override {
+        return m_sql.handover(name, holder, epoch, successor);
+    }
+
     std::optional<lease_record> status(const std::string& name) override {
         return m_sql.status(name);
     }
