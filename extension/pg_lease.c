@@ -7,11 +7,13 @@
  * revoke), fence.c (the fence trigger and lease_use), epoch.c (tokens),
  * events.c (history and NOTIFY), xact_state.c (per-transaction state),
  * catalog.c (prepared statements), settings.c (pg_lease.* parameters),
- * takeover.c (bounded takeover), counters.c (shared-memory counters).
+ * takeover.c (bounded takeover), counters.c (shared-memory counters),
+ * notify_queue.c and notifier.c (NOTIFY off the commit path).
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
+#include "notifier.h"
 
 #include "fmgr.h"
 
@@ -26,4 +28,5 @@ _PG_init(void)
 	LeaseCatalogInit();
 	LeaseXactStateInit();
 	LeaseCountersInit();
+	LeaseNotifyInit();
 }
