@@ -16,6 +16,7 @@
 #include "notifier.h"
 
 #include "fmgr.h"
+#include "utils/guc.h"
 
 PG_MODULE_MAGIC;
 
@@ -29,4 +30,6 @@ _PG_init(void)
 	LeaseXactStateInit();
 	LeaseCountersInit();
 	LeaseNotifyInit();
+	/* last: a placeholder's value is dropped, not taken, once reserved */
+	MarkGUCPrefixReserved("pg_lease");
 }
