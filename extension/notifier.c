@@ -34,6 +34,7 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 /* Most entries one worker transaction sends. */
 #define NOTIFIER_BATCH		256
@@ -43,6 +44,15 @@
 
 /* Seconds before the postmaster starts a worker that failed again. */
 #define NOTIFIER_RESTART_S	1
+
+/*
+ * Under load, one worker transaction per user commit would double the
+ * commits: when the previous send is under NOTIFIER_BUSY_MS old, wait
+ * NOTIFIER_LINGER_US so that more gather in one transaction.  A lone
+ * change (a handover) is sent at once.
+ */
+#define NOTIFIER_BUSY_MS	10
+#define NOTIFIER_LINGER_US	1000
 
 /*
  * Make sure database has a worker, or one on its way.  False when none can
@@ -212,6 +222,7 @@ NotifierAnyReady(Oid database)
 static bool
 NotifierPass(Oid database)
 {
+	static TimestampTz last_send = 0;
 	char	   *payloads[NOTIFIER_BATCH];
 	uint64		taken[NOTIFIER_BATCH];
 	int			count = 0;
@@ -222,6 +233,8 @@ NotifierPass(Oid database)
 	/* look before starting a transaction: an idle pass costs no xid */
 	if (!NotifierAnyReady(database))
 		return false;
+	if (!TimestampDifferenceExceeds(last_send, GetCurrentTimestamp(), NOTIFIER_BUSY_MS))
+		pg_usleep(NOTIFIER_LINGER_US);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -267,6 +280,7 @@ NotifierPass(Oid database)
 	LeaseNotifyAdvanceTail();
 	LWLockRelease(lease_notify->lock);
 
+	last_send = GetCurrentTimestamp();
 	pgstat_report_stat(false);
 	return count == NOTIFIER_BATCH;
 }
