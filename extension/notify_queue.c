@@ -211,18 +211,41 @@ PendingHasLease(const char *name)
 	return false;
 }
 
-/* Queue this transaction's payloads under xid; false if they do not fit. */
+typedef enum EnqueueResult
+{
+	ENQUEUE_DONE,
+	ENQUEUE_FULL,
+	ENQUEUE_NO_WORKER
+} EnqueueResult;
+
 static bool
+DatabaseHasWorker(void)
+{
+	int			i;
+
+	for (i = 0; i < LEASE_NOTIFIER_MAX_DATABASES; i++)
+		if (lease_notify->databases[i].database == MyDatabaseId)
+			return true;
+	return false;
+}
+
+/* Queue this transaction's payloads under xid, if they fit. */
+static EnqueueResult
 PendingEnqueue(TransactionId xid)
 {
 	PendingNotify *p;
 
 	LWLockAcquire(lease_notify->lock, LW_EXCLUSIVE);
+	if (!DatabaseHasWorker())
+	{
+		LWLockRelease(lease_notify->lock);
+		return ENQUEUE_NO_WORKER;
+	}
 	LeaseNotifyAdvanceTail();
 	if (lease_notify->head - lease_notify->tail + pending_count > lease_notify->size)
 	{
 		LWLockRelease(lease_notify->lock);
-		return false;
+		return ENQUEUE_FULL;
 	}
 	for (p = pending; p != NULL; p = p->next)
 	{
@@ -238,7 +261,7 @@ PendingEnqueue(TransactionId xid)
 		memcpy(entry->data + entry->name_len + 1, p->payload, entry->payload_len + 1);
 	}
 	LWLockRelease(lease_notify->lock);
-	return true;
+	return ENQUEUE_DONE;
 }
 
 /*
@@ -311,13 +334,18 @@ PendingPreCommit(void)
 	/* every lease change wrote a row, so this assigns nothing new */
 	TransactionId xid = GetTopTransactionId();
 
-	if (lease_notify_mode == LEASE_NOTIFY_WORKER &&
-		PendingFitsEntries() &&
-		LeaseNotifierStart(MyDatabaseId) &&
-		PendingEnqueue(xid))
+	if (lease_notify_mode == LEASE_NOTIFY_WORKER && PendingFitsEntries())
 	{
-		wake_worker = true;
-		return;
+		EnqueueResult result = PendingEnqueue(xid);
+
+		/* the database's first change since start (or since its worker left) */
+		if (result == ENQUEUE_NO_WORKER && LeaseNotifierStart(MyDatabaseId))
+			result = PendingEnqueue(xid);
+		if (result == ENQUEUE_DONE)
+		{
+			wake_worker = true;
+			return;
+		}
 	}
 	PendingSendHere(xid);
 	wake_worker = true;			/* it may have taken on entries */
