@@ -10,6 +10,9 @@
 # lease change writes, and plus pg_notify in the same transaction.  The
 # follower's count of notifications is checked against lease_events.
 #
+# With PGLEASE_BENCH=path/to/pglease_bench, each mode also times graceful
+# handovers to a waiting C++ elector (woken by NOTIFY).
+#
 #   bench/notify_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
 #   PG_BIN=/path/to/bin bench/notify_cost.sh   # another PostgreSQL install
 set -euo pipefail
@@ -118,7 +121,7 @@ follower_stop()
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
-declare -A r_lease r_events r_notify tps_lease tps_plain
+declare -A r_lease r_events r_notify tps_lease tps_plain handover
 for mode in plain preloaded; do
 	pg_cluster_stop cost
 	if [ $mode = preloaded ]; then
@@ -153,6 +156,12 @@ for mode in plain preloaded; do
 			fi
 		done
 	done
+	if [ -n "${PGLEASE_BENCH:-}" ]; then
+		"$PGLEASE_BENCH" --only handover --handover-runs "${HANDOVER_RUNS:-30}" >"$work/handover.out" 2>&1 ||
+			{ cat "$work/handover.out" >&2; false; }
+		handover[$mode]=$(grep -o 'handover p[0-9]*: [0-9.]* ms' "$work/handover.out" | sed 's/handover //' | paste -sd ' ')
+		echo "$mode: graceful handover ${handover[$mode]}"
+	fi
 	got=$(follower_stop $mode)
 	# a run cut off by -T between acquire and release leaves the lease held,
 	# so the next acquire extends it without an event: count the history
@@ -171,3 +180,6 @@ for c in "${clients[@]}"; do
 		"$(median <<<"${r_events[$c]}")x | $(median <<<"${r_notify[$c]}")x |"
 done
 echo "(medians over $rounds rounds of ${secs}s; a cycle is lease_acquire + lease_release, two commits; ratios against two plain UPDATEs)"
+if [ -n "${PGLEASE_BENCH:-}" ]; then
+	echo "graceful handover, NOTIFY at commit: ${handover[plain]}; notifier worker: ${handover[preloaded]}"
+fi
