@@ -110,12 +110,18 @@ follower_start()
 	} | psql -X -q -A -t >"$work/follower.$1.out" 2>&1 &
 	follower=$!
 }
+follower_count() { grep -c '^Asynchronous notification "pg_lease" with payload "{' "$work/follower.$1.out" || true; }
+# follower_stop MODE EXPECTED: once EXPECTED have arrived (or 60 s passed)
 follower_stop()
 {
-	sleep 1.5 # what is queued arrives
+	local deadline=$((SECONDS + 60))
+	while [ "$(follower_count "$1")" -lt "$2" ] && [ $SECONDS -lt $deadline ]; do
+		sleep 0.5
+	done
+	sleep 0.5 # and no more
 	touch "$work/follower.stop"
 	wait "$follower" 2>/dev/null || true
-	grep -c '^Asynchronous notification "pg_lease" with payload "{' "$work/follower.$1.out" || true
+	follower_count "$1"
 }
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -162,10 +168,10 @@ for mode in plain preloaded; do
 		handover[$mode]=$(grep -o 'handover p[0-9]*: [0-9.]* ms' "$work/handover.out" | sed 's/handover //' | paste -sd ' ')
 		echo "$mode: graceful handover ${handover[$mode]}"
 	fi
-	got=$(follower_stop $mode)
 	# a run cut off by -T between acquire and release leaves the lease held,
 	# so the next acquire extends it without an event: count the history
 	events=$(psql -X -A -t -c "SELECT count(*) FROM lease_events")
+	got=$(follower_stop $mode "$events")
 	echo "$mode: the follower received $got lease notifications; lease_events has $events ($cycles cycles)"
 	[ "$got" -eq "$events" ] || echo "$mode: NOTIFICATIONS MISSING OR EXTRA" >&2
 	psql -X -q -c "TRUNCATE lease_events" >/dev/null
