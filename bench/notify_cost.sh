@@ -162,12 +162,6 @@ for mode in plain preloaded; do
 			fi
 		done
 	done
-	if [ -n "${PGLEASE_BENCH:-}" ]; then
-		"$PGLEASE_BENCH" --only handover --handover-runs "${HANDOVER_RUNS:-30}" >"$work/handover.out" 2>&1 ||
-			{ cat "$work/handover.out" >&2; false; }
-		handover[$mode]=$(grep -o 'handover p[0-9]*: [0-9.]* ms' "$work/handover.out" | sed 's/handover //' | paste -sd ' ')
-		echo "$mode: graceful handover ${handover[$mode]}"
-	fi
 	# a run cut off by -T between acquire and release leaves the lease held,
 	# so the next acquire extends it without an event: count the history
 	events=$(psql -X -A -t -c "SELECT count(*) FROM lease_events")
@@ -175,6 +169,12 @@ for mode in plain preloaded; do
 	echo "$mode: the follower received $got lease notifications; lease_events has $events ($cycles cycles)"
 	[ "$got" -eq "$events" ] || echo "$mode: NOTIFICATIONS MISSING OR EXTRA" >&2
 	psql -X -q -c "TRUNCATE lease_events" >/dev/null
+	if [ -n "${PGLEASE_BENCH:-}" ]; then
+		"$PGLEASE_BENCH" --only handover --handover-runs "${HANDOVER_RUNS:-30}" >"$work/handover.out" 2>&1 ||
+			{ cat "$work/handover.out" >&2; false; }
+		handover[$mode]=$(grep -o 'handover p[0-9]*: [0-9.]* ms' "$work/handover.out" | sed 's/handover //' | paste -sd ' ')
+		echo "$mode: graceful handover ${handover[$mode]}"
+	fi
 done
 
 echo
