@@ -109,6 +109,10 @@ follower_start()
 		done
 	} | psql -X -q -A -t >"$work/follower.$1.out" 2>&1 &
 	follower=$!
+	# LISTEN has run once the follower's next query shows
+	until [ "$(psql -X -A -t -c "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT 1;'")" -gt 0 ]; do
+		sleep 0.1
+	done
 }
 follower_count() { grep -c '^Asynchronous notification "pg_lease" with payload "{' "$work/follower.$1.out" || true; }
 # follower_stop MODE EXPECTED: once EXPECTED have arrived (or 60 s passed)
