@@ -27,7 +27,12 @@ listen_start()
 		done
 	} | psql -X -q -A -t >"$root/$name.listen" 2>&1 &
 	listener_pids[$name]=$!
-	sleep 0.3 # LISTEN has run
+	# LISTEN has run once the listener's next query shows (one at a time)
+	local deadline=$((SECONDS + 20))
+	until [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT 1;'")" -gt 0 ]; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.05
+	done
 }
 listen_stop()
 {
