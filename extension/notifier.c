@@ -23,7 +23,9 @@
 #include "pg_lease.h"
 #include "notifier.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "commands/async.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -34,6 +36,7 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 /* Most entries one worker transaction sends. */
@@ -55,9 +58,27 @@
 #define NOTIFIER_LINGER_US	1000
 
 /*
+ * A worker's session would make CREATE DATABASE ... TEMPLATE of its
+ * database fail: templates notify by themselves.
+ */
+static bool
+DatabaseIsTemplate(Oid database)
+{
+	HeapTuple	tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(database));
+	bool		is_template = true;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		is_template = ((Form_pg_database) GETSTRUCT(tuple))->datistemplate;
+		ReleaseSysCache(tuple);
+	}
+	return is_template;
+}
+
+/*
  * Make sure database has a worker, or one on its way.  False when none can
- * be had (all slots taken, or no background worker slot free): the caller
- * then notifies by itself.
+ * be had (a template database, all slots taken, or no background worker
+ * slot free): the caller then notifies by itself.  Called in a transaction.
  */
 bool
 LeaseNotifierStart(Oid database)
@@ -66,6 +87,9 @@ LeaseNotifierStart(Oid database)
 	BackgroundWorker worker;
 	int			free_slot = -1;
 	int			i;
+
+	if (DatabaseIsTemplate(database))
+		return false;
 
 	LWLockAcquire(lease_notify->lock, LW_EXCLUSIVE);
 	for (i = 0; i < LEASE_NOTIFIER_MAX_DATABASES; i++)
@@ -301,7 +325,8 @@ lease_notifier_main(Datum main_arg)
 		proc_exit(0);
 	before_shmem_exit(NotifierDetach, Int32GetDatum(slot));
 
-	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+	/* a database closed to connections since must not make it fail forever */
+	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, BGWORKER_BYPASS_ALLOWCONN);
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	pgstat_report_appname("pg_lease notifier");
 

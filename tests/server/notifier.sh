@@ -265,6 +265,20 @@ check "DROP DATABASE of a database with a worker succeeds" q "DROP DATABASE othe
 check "... at once (not after its 5 s wait for sessions)" test $((SECONDS - start)) -le 3
 check "... and its worker is gone" \
 	test "$(q "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_lease notifier' AND datname IS DISTINCT FROM 'postgres'")" = 0
+
+# --- a template database notifies by itself: CREATE DATABASE may copy it ---
+q "CREATE DATABASE tpl IS_TEMPLATE true" >/dev/null
+PGDATABASE=tpl q "CREATE EXTENSION pg_lease" >/dev/null
+out=$(PGDATABASE=tpl psql -X -q -A -t 2>&1 <<'SQL'
+LISTEN pg_lease;
+SELECT 'me ' || pg_backend_pid();
+SELECT acquired FROM lease_acquire('in-template', 'x', '60 s');
+SQL
+)
+me=$(sed -n 's/^me //p' <<<"$out")
+check "a template database: no worker, the changing session sends" \
+	grep -q "in-template.*received from server process with PID $me\.$" <<<"$out"
+check "... and CREATE DATABASE ... TEMPLATE it works" q "CREATE DATABASE from_tpl TEMPLATE tpl"
 pg_cluster_stop nt
 
 # --- a full queue: the committing transaction sends, in order ---------------
