@@ -3,22 +3,21 @@
  * events.c
  *	  The lease_events history and NOTIFY pg_lease.
  *
- * Both happen in the transaction that changes the lease, so an event is
- * recorded, and a notification delivered, exactly when the change commits.
+ * Both belong to the transaction that changes the lease, so an event is
+ * recorded, and a notification delivered, exactly when the change commits
+ * (notify_queue.c decides who sends it).
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
+#include "notifier.h"
 
 #include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/json.h"
 #include "utils/timestamp.h"
-
-#define LEASE_NOTIFY_CHANNEL "pg_lease"
 
 /* Which counter an event moves (counters.c). */
 static LeaseCounterKind
@@ -110,6 +109,6 @@ LeaseRecordEvent(const char *event, text *name, text *holder,
 		appendStringInfo(&payload, ",\"pid\":%d", pid);
 	appendStringInfoChar(&payload, '}');
 
-	Async_Notify(LEASE_NOTIFY_CHANNEL, payload.data);
+	LeaseNotify(name_str, payload.data);
 	pfree(payload.data);
 }

@@ -7,13 +7,16 @@
  * revoke), fence.c (the fence trigger and lease_use), epoch.c (tokens),
  * events.c (history and NOTIFY), xact_state.c (per-transaction state),
  * catalog.c (prepared statements), settings.c (pg_lease.* parameters),
- * takeover.c (bounded takeover), counters.c (shared-memory counters).
+ * takeover.c (bounded takeover), counters.c (shared-memory counters),
+ * notify_queue.c and notifier.c (NOTIFY off the commit path).
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
+#include "notifier.h"
 
 #include "fmgr.h"
+#include "utils/guc.h"
 
 PG_MODULE_MAGIC;
 
@@ -26,4 +29,7 @@ _PG_init(void)
 	LeaseCatalogInit();
 	LeaseXactStateInit();
 	LeaseCountersInit();
+	LeaseNotifyInit();
+	/* last: a placeholder's value is dropped, not taken, once reserved */
+	MarkGUCPrefixReserved("pg_lease");
 }

@@ -126,6 +126,4 @@ LeaseDefineSettings(void)
 							   PGC_USERSET,
 							   0,
 							   check_epoch_list, assign_epoch_list, NULL);
-
-	MarkGUCPrefixReserved("pg_lease");
 }

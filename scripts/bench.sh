@@ -3,7 +3,9 @@
 # the extension, starts on loopback a throwaway PostgreSQL with default
 # durability (fsync on, synchronous_commit on), etcd (its defaults: WAL
 # fsynced) and Redis (in memory, no persistence), runs every figure, stops
-# them all whatever happens, prints one table and writes a JSON file.
+# them all whatever happens, prints one table and writes a JSON file.  Then
+# bench/notify_cost.sh on a server of its own: the acquire+release cycle and
+# handovers with NOTIFY at commit, then from the notifier worker (preloaded).
 #
 #   scripts/bench.sh                          # full run, 10-15 minutes on 2 cores
 #   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
@@ -37,3 +39,7 @@ echo "bench: PostgreSQL $PGHOST:$PGPORT (fsync on), etcd $BENCH_ETCD_URL, redis 
 echo "bench: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$build/bench/pglease_bench" --etcd "$BENCH_ETCD_URL" --redis "$BENCH_REDIS" --json "$json" "$@"
 echo "bench: load after: $(cut -d' ' -f1-3 /proc/loadavg); JSON in $json"
+# NOTIFY's cost: acquire+release cycles against two plain UPDATEs, and
+# handovers, on a server of its own without and with shared_preload_libraries
+echo "bench: NOTIFY at commit vs the notifier worker (bench/notify_cost.sh)"
+PGLEASE_BENCH="$build/bench/pglease_bench" bench/notify_cost.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"

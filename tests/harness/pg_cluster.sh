@@ -7,7 +7,9 @@
 #
 # Each cluster lives under $PG_CLUSTER_ROOT/<name> on a free loopback port,
 # with its socket in the same directory.  initdb and postgres refuse to run as
-# root, so as root they run as the postgres user.
+# root, so as root they run as the postgres user.  PG_BIN chooses the
+# PostgreSQL install; PG_TEST_PRELOAD=1 puts pg_lease in
+# shared_preload_libraries of every cluster (the notifier worker's path).
 
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_CLUSTER_ROOT=${PG_CLUSTER_ROOT:-$(mktemp -d /tmp/pg_lease_test.XXXXXX)}
@@ -47,6 +49,9 @@ wal_level = replica
 max_wal_senders = 5
 log_min_messages = warning
 CONF
+	if [ -n "${PG_TEST_PRELOAD:-}" ]; then
+		echo "shared_preload_libraries = 'pg_lease'" >>"$dir/data/postgresql.conf"
+	fi
 }
 
 # pg_cluster_start NAME [extra postgres options...]: init if needed, start,

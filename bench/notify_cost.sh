@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# What NOTIFY costs a lease change: a lease_acquire + lease_release cycle
+# (two transactions) against the same two UPDATEs on a plain table of the
+# leases' shape, at 1, 4 and 16 clients, with a follower LISTENing on
+# pg_lease, on one server (fsync on) started without and then with
+# shared_preload_libraries = 'pg_lease' (NOTIFY from the committing
+# transaction, then from the notifier worker).  Each figure is the median
+# of per-round ratios; the two sides alternate order from round to round.
+# Rows that explain the gap: the plain UPDATEs plus the history INSERT a
+# lease change writes, and plus pg_notify in the same transaction.  The
+# follower's count of notifications is checked against lease_events.
+#
+# With PGLEASE_BENCH=path/to/pglease_bench, each mode also times graceful
+# handovers to a waiting C++ elector (woken by NOTIFY).
+#
+#   bench/notify_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   PG_BIN=/path/to/bin bench/notify_cost.sh   # another PostgreSQL install
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../tests/harness/pg_cluster.sh"
+secs=${1:-5}
+rounds=${2:-3}
+shift $(($# < 2 ? $# : 2))
+clients=("$@")
+[ ${#clients[@]} -gt 0 ] || clients=(1 4 16)
+work=$PG_CLUSTER_ROOT
+pgbench=$PG_BIN/pgbench
+
+pg_cluster_init cost
+pg_as_owner tee -a "$(pg_cluster_dir cost)/data/postgresql.conf" >/dev/null <<CONF
+fsync = on
+synchronous_commit = on
+max_connections = 100
+CONF
+
+# A plain table with the leases' columns, CHECKs and fillfactor, one row
+# and one name per client, as lease names are per client below.
+setup()
+{
+	psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_lease;
+DROP TABLE IF EXISTS bare_leases, bare_events;
+DROP SEQUENCE IF EXISTS bare_seq;
+CREATE TABLE bare_leases (
+	name        text PRIMARY KEY CHECK (octet_length(name) BETWEEN 1 AND 255),
+	holder      text CHECK (octet_length(holder) BETWEEN 1 AND 255),
+	epoch       bigint NOT NULL CHECK (epoch > 0),
+	acquired_at timestamptz NOT NULL,
+	renewed_at  timestamptz NOT NULL,
+	expires_at  timestamptz NOT NULL,
+	ttl         interval NOT NULL,
+	transitions bigint NOT NULL DEFAULT 0,
+	owner_role  name NOT NULL
+) WITH (fillfactor = 50);
+CREATE SEQUENCE bare_seq AS bigint MINVALUE 1;
+CREATE TABLE bare_events (LIKE lease_events INCLUDING ALL);
+INSERT INTO bare_leases
+SELECT 'bench-' || i, NULL, 1, now(), now(), now(), '60 s', 0, current_user
+FROM generate_series(0, 63) i;
+SQL
+	cat >"$work/lease.sql" <<'SQL'
+SELECT epoch FROM lease_acquire('bench-' || :client_id, 'h' || :client_id, '60 s') \gset
+SELECT lease_release('bench-' || :client_id, 'h' || :client_id, :epoch);
+SQL
+	local acquire="UPDATE bare_leases SET holder = 'h' || :client_id, epoch = nextval('bare_seq'), acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = clock_timestamp() + interval '60 s', ttl = interval '60 s', transitions = transitions + 1, owner_role = current_user WHERE name = 'bench-' || :client_id AND holder IS NULL RETURNING epoch"
+	local release="UPDATE bare_leases SET holder = NULL, expires_at = LEAST(expires_at, clock_timestamp()) WHERE name = 'bench-' || :client_id AND holder = 'h' || :client_id RETURNING true"
+	printf '%s \\gset\n%s;\n' "$acquire" "$release" >"$work/plain.sql"
+	local event="INSERT INTO bare_events (event, name, holder, epoch, expires_at, role) VALUES"
+	cat >"$work/plain_events.sql" <<SQL
+BEGIN;
+$acquire \\gset
+$event ('acquired', 'bench-' || :client_id, 'h' || :client_id, :epoch, clock_timestamp(), current_user);
+COMMIT;
+BEGIN;
+$release;
+$event ('released', 'bench-' || :client_id, 'h' || :client_id, :epoch, clock_timestamp(), current_user);
+COMMIT;
+SQL
+	cat >"$work/plain_notify.sql" <<SQL
+BEGIN;
+$acquire \\gset
+SELECT pg_notify('pg_lease', 'acquired bench-' || :client_id || ' ' || :epoch);
+COMMIT;
+BEGIN;
+$release;
+SELECT pg_notify('pg_lease', 'released bench-' || :client_id || ' ' || :epoch);
+COMMIT;
+SQL
+}
+
+# run SCRIPT CLIENTS: tps (script executions per second, each two commits)
+run()
+{
+	"$pgbench" -n -M prepared -c "$2" -j "$2" -T "$secs" -f "$work/$1.sql" >"$work/run.out" 2>&1 ||
+		{ cat "$work/run.out" >&2; return 1; }
+	awk '/^number of transactions actually processed/ { split($NF, a, "/"); n = a[1] } /^tps/ { t = $3 } END { print int(t), n }' "$work/run.out"
+}
+
+# The follower: psql LISTENing; it prints what arrived after each query.
+follower_start()
+{
+	rm -f "$work/follower.stop"
+	{
+		echo "LISTEN pg_lease;"
+		while [ ! -e "$work/follower.stop" ]; do
+			echo "SELECT 1;"
+			sleep 0.2
+		done
+	} | psql -X -q -A -t >"$work/follower.$1.out" 2>&1 &
+	follower=$!
+	# LISTEN has run once the follower's next query shows
+	until [ "$(psql -X -A -t -c "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT 1;'")" -gt 0 ]; do
+		sleep 0.1
+	done
+}
+follower_count() { grep -c '^Asynchronous notification "pg_lease" with payload "{' "$work/follower.$1.out" || true; }
+# follower_stop MODE EXPECTED: once EXPECTED have arrived (or 60 s passed)
+follower_stop()
+{
+	local deadline=$((SECONDS + 60))
+	while [ "$(follower_count "$1")" -lt "$2" ] && [ $SECONDS -lt $deadline ]; do
+		sleep 0.5
+	done
+	sleep 0.5 # and no more
+	touch "$work/follower.stop"
+	wait "$follower" 2>/dev/null || true
+	follower_count "$1"
+}
+
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+declare -A r_lease r_events r_notify tps_lease tps_plain handover
+for mode in plain preloaded; do
+	pg_cluster_stop cost
+	if [ $mode = preloaded ]; then
+		pg_cluster_start cost -c shared_preload_libraries=pg_lease
+	else
+		pg_cluster_start cost
+	fi
+	setup
+	follower_start $mode
+	cycles=0
+	for c in "${clients[@]}"; do
+		for r in $(seq 1 "$rounds"); do
+			if [ $((r % 2)) -eq 1 ]; then
+				read -r l ln < <(run lease "$c")
+				read -r p _ < <(run plain "$c")
+			else
+				read -r p _ < <(run plain "$c")
+				read -r l ln < <(run lease "$c")
+			fi
+			cycles=$((cycles + ln))
+			r_lease[$mode.$c]="${r_lease[$mode.$c]:-} $(ratio "$l" "$p")"
+			tps_lease[$mode.$c]="${tps_lease[$mode.$c]:-} $l"
+			tps_plain[$mode.$c]="${tps_plain[$mode.$c]:-} $p"
+			echo "$mode, $c clients, round $r: lease cycle $l/s, two plain UPDATEs $p/s, ratio $(ratio "$l" "$p")"
+			if [ $mode = plain ]; then
+				read -r e _ < <(run plain_events "$c")
+				read -r n _ < <(run plain_notify "$c")
+				read -r p2 _ < <(run plain "$c")
+				r_events[$c]="${r_events[$c]:-} $(ratio "$e" "$p2")"
+				r_notify[$c]="${r_notify[$c]:-} $(ratio "$n" "$p2")"
+				echo "  plain UPDATEs + history INSERT $e/s, + pg_notify $n/s, plain $p2/s"
+			fi
+		done
+	done
+	# a run cut off by -T between acquire and release leaves the lease held,
+	# so the next acquire extends it without an event: count the history
+	events=$(psql -X -A -t -c "SELECT count(*) FROM lease_events")
+	got=$(follower_stop $mode "$events")
+	echo "$mode: the follower received $got lease notifications; lease_events has $events ($cycles cycles)"
+	[ "$got" -eq "$events" ] || echo "$mode: NOTIFICATIONS MISSING OR EXTRA" >&2
+	psql -X -q -c "TRUNCATE lease_events" >/dev/null
+	if [ -n "${PGLEASE_BENCH:-}" ]; then
+		"$PGLEASE_BENCH" --only handover --handover-runs "${HANDOVER_RUNS:-30}" >"$work/handover.out" 2>&1 ||
+			{ cat "$work/handover.out" >&2; false; }
+		handover[$mode]=$(grep -o 'handover p[0-9]*: [0-9.]* ms' "$work/handover.out" | sed 's/handover //' | paste -sd ' ')
+		echo "$mode: graceful handover ${handover[$mode]}"
+	fi
+done
+
+echo
+echo "| clients | cycle/s, NOTIFY at commit | cycle/s, notifier worker | 2 plain UPDATEs/s | ratio, NOTIFY at commit | ratio, notifier worker | plain + history INSERT | plain + pg_notify |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+for c in "${clients[@]}"; do
+	echo "| $c | $(median <<<"${tps_lease[plain.$c]}") | $(median <<<"${tps_lease[preloaded.$c]}") | $(median <<<"${tps_plain[preloaded.$c]}") |" \
+		"$(median <<<"${r_lease[plain.$c]}")x | $(median <<<"${r_lease[preloaded.$c]}")x |" \
+		"$(median <<<"${r_events[$c]}")x | $(median <<<"${r_notify[$c]}")x |"
+done
+echo "(medians over $rounds rounds of ${secs}s; a cycle is lease_acquire + lease_release, two commits; ratios against two plain UPDATEs)"
+if [ -n "${PGLEASE_BENCH:-}" ]; then
+	echo "graceful handover, NOTIFY at commit: ${handover[plain]}; notifier worker: ${handover[preloaded]}"
+fi
