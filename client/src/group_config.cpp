@@ -4,11 +4,16 @@
 
 #include "pglease/error.hpp"
 #include "pglease/group_names.hpp"
+#include "timing_rules.hpp"
 
 #include <algorithm>
 #include <set>
 
 namespace pglease {
+
+detail::timing_rules group_config::timing() const {
+    return {ttl, renew_deadline, retry_period, jitter_factor, safety_margin};
+}
 
 using std::chrono::milliseconds;
 
@@ -32,15 +37,11 @@ const char* to_string(shard_stop_reason r) noexcept {
 }
 
 milliseconds group_config::effective_safety_margin() const noexcept {
-    if (safety_margin)
-        return *safety_margin;
-    return std::min(ttl / 10, milliseconds{1000});
+    return timing().effective_safety_margin();
 }
 
 milliseconds group_config::renew_interval() const noexcept {
-    const auto jittered = milliseconds{
-        static_cast<milliseconds::rep>(static_cast<double>(retry_period.count()) * jitter_factor)};
-    return std::max(std::min(ttl / 3, renew_deadline - jittered), milliseconds{1});
+    return timing().renew_interval();
 }
 
 void group_config::validate() const {
@@ -67,19 +68,7 @@ void group_config::validate() const {
         const std::string lease = group_shard_lease(group, s);
         validate_lease_name(lease);
     }
-    if (ttl <= milliseconds::zero() || renew_deadline <= milliseconds::zero() ||
-        retry_period <= milliseconds::zero())
-        throw config_error{"ttl, renew deadline and retry period must be positive"};
-    if (!(jitter_factor >= 1.0))
-        throw config_error{"jitter factor must be at least 1"};
-    const auto margin = effective_safety_margin();
-    if (margin < milliseconds::zero())
-        throw config_error{"safety margin must not be negative"};
-    if (ttl - margin <= renew_deadline)
-        throw config_error{"ttl minus the safety margin must be greater than the renew deadline"};
-    if (static_cast<double>(renew_deadline.count()) <=
-        static_cast<double>(retry_period.count()) * jitter_factor)
-        throw config_error{"renew deadline must be greater than retry period times jitter factor"};
+    timing().validate();
 }
 
 lease_options group_config::to_lease_options() const {

@@ -15,6 +15,10 @@
 
 namespace pglease {
 
+namespace detail {
+struct timing_rules;
+}
+
 /// What the elector calls, like client-go's LeaderCallbacks.
 struct elector_callbacks {
     /// Required. Called when this identity becomes leader, on a thread of its
@@ -117,6 +121,10 @@ struct elector_config {
 
     /// The lease settings this config implies.
     [[nodiscard]] lease_options to_lease_options() const;
+
+private:
+    /// The timing fields, for the rules shared with the other configs.
+    [[nodiscard]] detail::timing_rules timing() const;
 };
 
 } // namespace pglease

@@ -17,6 +17,10 @@
 
 namespace pglease {
 
+namespace detail {
+struct timing_rules;
+}
+
 /// Why a member stops owning a shard.
 enum class shard_stop_reason {
     moved,          ///< the assignment gives it to another member (released after the work stops)
@@ -125,6 +129,10 @@ struct group_config {
 
     /// The lease settings of every lease the member takes.
     [[nodiscard]] lease_options to_lease_options() const;
+
+private:
+    /// The timing fields, for the rules shared with the other configs.
+    [[nodiscard]] detail::timing_rules timing() const;
 };
 
 /// "<prefix>/0" .. "<prefix>/<count - 1>".

@@ -1,0 +1,43 @@
+/// @file timing_rules.cpp
+/// @brief The shared timing rules of elector_config and group_config.
+#include "timing_rules.hpp"
+
+#include "pglease/error.hpp"
+
+#include <algorithm>
+
+namespace pglease::detail {
+
+using std::chrono::milliseconds;
+
+milliseconds timing_rules::effective_safety_margin() const noexcept {
+    if (safety_margin)
+        return *safety_margin;
+    return std::min(ttl / 10, milliseconds{1000});
+}
+
+milliseconds timing_rules::renew_interval() const noexcept {
+    const auto jittered = milliseconds{
+        static_cast<milliseconds::rep>(static_cast<double>(retry_period.count()) * jitter_factor)};
+    return std::max(std::min(ttl / 3, renew_deadline - jittered), milliseconds{1});
+}
+
+void timing_rules::validate() const {
+    if (ttl <= milliseconds::zero() || renew_deadline <= milliseconds::zero() ||
+        retry_period <= milliseconds::zero())
+        throw config_error{"ttl, renew deadline and retry period must be positive"};
+    if (!(jitter_factor >= 1.0))
+        throw config_error{"jitter factor must be at least 1"};
+    if (ttl <= renew_deadline)
+        throw config_error{"ttl must be greater than the renew deadline"};
+    const auto margin = effective_safety_margin();
+    if (margin < milliseconds::zero())
+        throw config_error{"safety margin must not be negative"};
+    if (ttl - margin <= renew_deadline)
+        throw config_error{"ttl minus the safety margin must be greater than the renew deadline"};
+    if (static_cast<double>(renew_deadline.count()) <=
+        static_cast<double>(retry_period.count()) * jitter_factor)
+        throw config_error{"renew deadline must be greater than retry period times jitter factor"};
+}
+
+} // namespace pglease::detail
