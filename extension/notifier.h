@@ -103,6 +103,9 @@ typedef enum LeaseNotifyState
 extern int	lease_notify_mode;
 extern void LeaseNotifyInit(void);
 extern void LeaseNotify(const char *name, const char *payload);
+
+/* notify_shmem.c */
+extern void LeaseNotifyShmemInit(void);
 extern LeaseNotifyState LeaseNotifyResolve(LeaseNotifyEntry *entry);
 extern void LeaseNotifyAdvanceTail(void);
 

@@ -41,18 +41,12 @@
 #include "commands/async.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
-#include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
-#include "storage/shmem.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
 int			lease_notify_mode = LEASE_NOTIFY_WORKER;
-static int	lease_notify_queue_size = 1024;
-
-LeaseNotifyShared *lease_notify = NULL;
-
 static const struct config_enum_entry notify_mode_options[] = {
 	{"worker", LEASE_NOTIFY_WORKER, false},
 	{"commit", LEASE_NOTIFY_COMMIT, false},
@@ -78,85 +72,7 @@ static bool wake_worker = false;
 /* DROP DATABASE of this database is under way in this transaction. */
 static Oid	dropping_database = InvalidOid;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static object_access_hook_type prev_object_access_hook = NULL;
-
-static Size
-LeaseNotifyShmemSize(void)
-{
-	return add_size(offsetof(LeaseNotifyShared, entries),
-					mul_size(lease_notify_queue_size, sizeof(LeaseNotifyEntry)));
-}
-
-static void
-LeaseNotifyShmemRequest(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(LeaseNotifyShmemSize());
-	RequestNamedLWLockTranche("pg_lease notify", 1);
-}
-
-static void
-LeaseNotifyShmemStartup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	lease_notify = ShmemInitStruct("pg_lease notify queue", LeaseNotifyShmemSize(), &found);
-	if (!found)
-	{
-		memset(lease_notify, 0, LeaseNotifyShmemSize());
-		lease_notify->lock = &(GetNamedLWLockTranche("pg_lease notify"))->lock;
-		lease_notify->size = lease_notify_queue_size;
-	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/*
- * What entry still needs.  Resolves its sender first: one that committed
- * has sent it, one that aborted gives it back.  The caller holds the queue
- * lock exclusively.  In-progress is asked before committed, as heapam
- * does, since the commit log is written before the proc array is.
- */
-LeaseNotifyState
-LeaseNotifyResolve(LeaseNotifyEntry *entry)
-{
-	if (entry->done)
-		return LEASE_NOTIFY_DONE;
-	if (TransactionIdIsValid(entry->sender))
-	{
-		if (TransactionIdIsInProgress(entry->sender))
-			return LEASE_NOTIFY_SENDING;
-		if (TransactionIdDidCommit(entry->sender))
-		{
-			entry->done = true;
-			return LEASE_NOTIFY_DONE;
-		}
-		entry->sender = InvalidTransactionId;
-	}
-	if (TransactionIdIsInProgress(entry->xid))
-		return LEASE_NOTIFY_WAITING;
-	if (!TransactionIdDidCommit(entry->xid))
-	{
-		entry->done = true;		/* rolled back, or lost in a crash */
-		return LEASE_NOTIFY_DONE;
-	}
-	return LEASE_NOTIFY_READY;
-}
-
-/* Free the slots of the oldest entries that need nothing more. */
-void
-LeaseNotifyAdvanceTail(void)
-{
-	while (lease_notify->tail < lease_notify->head &&
-		   LeaseNotifyResolve(LeaseNotifyEntryAt(lease_notify->tail)) == LEASE_NOTIFY_DONE)
-		lease_notify->tail++;
-}
 
 /*
  * Send a lease change's notification when the transaction commits: queue
@@ -505,19 +421,7 @@ LeaseNotifyInit(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	DefineCustomIntVariable("pg_lease.notify_queue_size",
-							"Lease notifications the shared queue holds.",
-							"Needs pg_lease in shared_preload_libraries; set at server start. "
-							"A transaction whose notifications do not fit sends them itself.",
-							&lease_notify_queue_size,
-							1024, 4, 1000000,
-							PGC_POSTMASTER, 0,
-							NULL, NULL, NULL);
-
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = LeaseNotifyShmemRequest;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = LeaseNotifyShmemStartup;
+	LeaseNotifyShmemInit();
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = LeaseNotifyObjectAccess;
 	RegisterXactCallback(LeaseNotifyXactCallback, NULL);

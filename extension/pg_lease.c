@@ -8,7 +8,7 @@
  * events.c (history and NOTIFY), xact_state.c (per-transaction state),
  * catalog.c (prepared statements), settings.c (pg_lease.* parameters),
  * takeover.c (bounded takeover), counters.c (shared-memory counters),
- * notify_queue.c and notifier.c (NOTIFY off the commit path).
+ * notify_queue.c, notify_shmem.c and notifier.c (NOTIFY off the commit path).
  *
  *-------------------------------------------------------------------------
  */
