@@ -5,25 +5,16 @@
 
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
+#include "timing_rules.hpp"
 
 #include <algorithm>
 
 namespace pglease {
-namespace {
-
-elector_config checked(elector_config config) {
-    config.validate();
-    config.connection.call_timeout = std::min(config.connection.call_timeout, config.retry_period);
-    return config;
-}
-
-} // namespace
-
 elector::elector(elector_config config)
     : elector{std::move(config), nullptr, system_clock()} {}
 
 elector::elector(elector_config config, std::unique_ptr<backend> db, const clock& clk)
-    : m_config{checked(std::move(config))}
+    : m_config{detail::validated(std::move(config))}
     , m_clock{clk}
     , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_config.connection)}
     , m_election{*m_db, m_config, m_clock} {}

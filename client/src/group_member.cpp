@@ -4,25 +4,16 @@
 #include "pglease/group_member.hpp"
 
 #include "pglease/pq_backend.hpp"
+#include "timing_rules.hpp"
 
 #include <algorithm>
 
 namespace pglease {
-namespace {
-
-group_config checked(group_config config) {
-    config.validate();
-    config.connection.call_timeout = std::min(config.connection.call_timeout, config.retry_period);
-    return config;
-}
-
-} // namespace
-
 group_member::group_member(group_config config)
     : group_member{std::move(config), nullptr, system_clock()} {}
 
 group_member::group_member(group_config config, std::unique_ptr<backend> db, const clock& clk)
-    : m_config{checked(std::move(config))}
+    : m_config{detail::validated(std::move(config))}
     , m_clock{clk}
     , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_config.connection)}
     , m_state{*m_db, m_config, m_clock} {}

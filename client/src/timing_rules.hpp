@@ -4,6 +4,7 @@
 /// default safety margin, the renew interval and their validation.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -26,5 +27,14 @@ struct timing_rules {
     /// renew_deadline > retry_period x jitter_factor.
     void validate() const;
 };
+
+/// @p config validated (config_error otherwise), its calls bounded by its
+/// retry period, so a blocked call never outlasts a retry.
+template <typename Config>
+Config validated(Config config) {
+    config.validate();
+    config.connection.call_timeout = std::min(config.connection.call_timeout, config.retry_period);
+    return config;
+}
 
 } // namespace pglease::detail
