@@ -62,8 +62,21 @@ pg_cluster_start()
 	shift
 	dir=$(pg_cluster_dir "$name")
 	[ -d "$dir/data" ] || pg_cluster_init "$name" || return 1
-	pg_as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-		${1:+-o "$*"} start >/dev/null || { cat "$dir/server.log" >&2; return 1; }
+	# A port chosen free can be taken before the server binds it (other
+	# harnesses on the machine): then choose another, at most 3 times.
+	local try seen
+	for try in 1 2 3; do
+		seen=$(stat -c %s "$dir/server.log" 2>/dev/null || echo 0)
+		pg_as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+			${1:+-o "$*"} start >/dev/null && break
+		if [ "$try" = 3 ] ||
+			! tail -c +$((seen + 1)) "$dir/server.log" | grep -q "could not create any TCP/IP sockets"; then
+			cat "$dir/server.log" >&2
+			return 1
+		fi
+		pg_free_port >"$dir/port"
+		echo "port = $(cat "$dir/port")" >>"$dir/data/postgresql.conf"
+	done
 	case " ${PG_CLUSTERS[*]} " in *" $name "*) ;; *) PG_CLUSTERS+=("$name") ;; esac
 	pg_cluster_use "$name"
 }
