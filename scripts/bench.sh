@@ -5,7 +5,8 @@
 # fsynced) and Redis (in memory, no persistence), runs every figure, stops
 # them all whatever happens, prints one table and writes a JSON file.  Then
 # bench/notify_cost.sh on a server of its own: the acquire+release cycle and
-# handovers with NOTIFY at commit, then from the notifier worker (preloaded).
+# handovers with NOTIFY at commit, then from the notifier worker (preloaded);
+# and bench/pgbench_ratios.sh: renew and the fenced INSERT measured by pgbench.
 #
 #   scripts/bench.sh                          # full run, 10-15 minutes on 2 cores
 #   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
@@ -43,3 +44,7 @@ echo "bench: load after: $(cut -d' ' -f1-3 /proc/loadavg); JSON in $json"
 # handovers, on a server of its own without and with shared_preload_libraries
 echo "bench: NOTIFY at commit vs the notifier worker (bench/notify_cost.sh)"
 PGLEASE_BENCH="$build/bench/pglease_bench" bench/notify_cost.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"
+# The same goals measured by pgbench alone: renew vs a bare UPDATE CAS and
+# a fenced INSERT transaction vs the unfenced one, preloaded, a follower LISTENing
+echo "bench: pgbench alone (bench/pgbench_ratios.sh)"
+bench/pgbench_ratios.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The hot paths measured with pgbench alone, independently of pglease_bench:
+# lease_renew against a bare single-row UPDATE compare-and-swap on a table
+# of the leases' shape, and a fenced one-row INSERT transaction against the
+# same transaction unfenced, at 1, 4 and 16 clients, on one server (fsync
+# on, shared_preload_libraries = 'pg_lease') with a follower LISTENing on
+# pg_lease.  Each figure is the median of per-round ratios; the two sides
+# alternate order from round to round.  The fenced transactions are sent as
+# the C++ client sends them: BEGIN and the token in one query, then the
+# INSERT, then COMMIT (simple protocol, three round trips, as pqxx::work).
+#
+#   bench/pgbench_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   PG_BIN=/path/to/bin bench/pgbench_ratios.sh   # another PostgreSQL install
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../tests/harness/pg_cluster.sh"
+secs=${1:-5}
+rounds=${2:-3}
+shift $(($# < 2 ? $# : 2))
+clients=("$@")
+[ ${#clients[@]} -gt 0 ] || clients=(1 4 16)
+work=$PG_CLUSTER_ROOT
+pgbench=$PG_BIN/pgbench
+
+pg_cluster_init ratios
+pg_as_owner tee -a "$(pg_cluster_dir ratios)/data/postgresql.conf" >/dev/null <<CONF
+fsync = on
+synchronous_commit = on
+max_connections = 100
+shared_preload_libraries = 'pg_lease'
+CONF
+pg_cluster_start ratios
+
+# One lease per client (r-N, held by hN for a day) and its bare twin with the
+# same epoch; one lease f fencing one table, and an unfenced twin table.
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION pg_lease;
+SELECT lease_acquire('r-' || i, 'h' || i, '1 day') FROM generate_series(1, 64) i;
+CREATE TABLE bare (LIKE leases INCLUDING ALL) WITH (fillfactor = 50);
+INSERT INTO bare SELECT * FROM leases;
+SELECT lease_acquire('f', 'writer', '1 day');
+CREATE TABLE fenced (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, epoch bigint);
+CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
+SELECT lease_fence('fenced', 'f');
+SQL
+
+# Each client reads its epoch once: pgbench keeps a client's variables
+# across transactions (-D epoch=0 starts them all at 0).
+epoch_once="\\if :epoch = 0
+SELECT epoch FROM leases WHERE name = 'r-' || :client_id + 1 \\gset
+\\endif"
+fence_epoch_once="\\if :epoch = 0
+SELECT epoch FROM leases WHERE name = 'f' \\gset
+\\endif"
+cat >"$work/renew.sql" <<SQL
+$epoch_once
+SELECT lease_renew('r-' || :client_id + 1, 'h' || :client_id + 1, :epoch);
+SQL
+cat >"$work/bare.sql" <<SQL
+$epoch_once
+UPDATE bare SET renewed_at = clock_timestamp(), expires_at = clock_timestamp() + ttl WHERE name = 'r-' || :client_id + 1 AND holder = 'h' || :client_id + 1 AND epoch = :epoch AND expires_at > clock_timestamp() RETURNING expires_at;
+SQL
+cat >"$work/fenced_set.sql" <<SQL
+$fence_epoch_once
+BEGIN \\; SET LOCAL pg_lease.epoch = :epoch;
+INSERT INTO fenced (payload) VALUES ('x');
+COMMIT;
+SQL
+cat >"$work/fenced_use.sql" <<SQL
+$fence_epoch_once
+BEGIN \\; SELECT lease_use('f', :epoch);
+INSERT INTO fenced (payload) VALUES ('x');
+COMMIT;
+SQL
+cat >"$work/unfenced.sql" <<SQL
+BEGIN;
+INSERT INTO unfenced (payload) VALUES ('x');
+COMMIT;
+SQL
+
+# run SCRIPT MODE CLIENTS: transactions per second
+run()
+{
+	"$pgbench" -n -M "$2" -c "$3" -j "$3" -T "$secs" -D epoch=0 -f "$work/$1.sql" >"$work/run.out" 2>&1 ||
+		{ cat "$work/run.out" >&2; return 1; }
+	grep -q '^number of failed transactions: 0 ' "$work/run.out" ||
+		! grep -q '^number of failed transactions' "$work/run.out" ||
+		{ cat "$work/run.out" >&2; return 1; }
+	awk '/^tps/ { print int($3) }' "$work/run.out"
+}
+
+# The follower: LISTEN pg_lease for the whole run.
+rm -f "$work/follower.stop"
+{
+	echo "LISTEN pg_lease;"
+	while [ ! -e "$work/follower.stop" ]; do
+		echo "SELECT 1;"
+		sleep 0.2
+	done
+} | psql -X -q -A -t >"$work/follower.out" 2>&1 &
+follower=$!
+trap 'touch "$work/follower.stop"; wait "$follower" 2>/dev/null || true; pg_cluster_stop_all' EXIT
+
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+# pair NAME SCRIPT BASELINE MODE CLIENTS: one round, order by round parity
+declare -A ratios tps_a tps_b
+pair()
+{
+	local a b
+	if [ $(($5 + r)) -eq $((($5 + r) / 2 * 2)) ]; then
+		a=$(run "$2" "$4" "$5")
+		b=$(run "$3" "$4" "$5")
+	else
+		b=$(run "$3" "$4" "$5")
+		a=$(run "$2" "$4" "$5")
+	fi
+	ratios[$1.$5]="${ratios[$1.$5]:-} $(ratio "$a" "$b")"
+	tps_a[$1.$5]="${tps_a[$1.$5]:-} $a"
+	tps_b[$1.$5]="${tps_b[$1.$5]:-} $b"
+	echo "$1, $5 clients, round $r: $a/s vs $b/s, ratio $(ratio "$a" "$b")"
+}
+
+for c in "${clients[@]}"; do
+	for r in $(seq 1 "$rounds"); do
+		pair renew renew bare prepared "$c"
+		pair fenced_set fenced_set unfenced simple "$c"
+		pair fenced_use fenced_use unfenced simple "$c"
+	done
+done
+
+# The fence was exercised: every fenced row carries the lease's epoch.
+psql -X -A -t -v ON_ERROR_STOP=1 -c "SELECT count(*) FILTER (WHERE f.epoch IS DISTINCT FROM l.epoch) FROM fenced f, leases l WHERE l.name = 'f'" |
+	grep -qx 0 || { echo "fenced rows without the lease's epoch" >&2; exit 1; }
+
+echo
+echo "| figure | clients | pg_lease/s | baseline/s | ratio (median of rounds) |"
+echo "|---|---:|---:|---:|---:|"
+for c in "${clients[@]}"; do
+	echo "| lease_renew vs bare UPDATE CAS (-M prepared) | $c | $(median <<<"${tps_a[renew.$c]}") | $(median <<<"${tps_b[renew.$c]}") | $(median <<<"${ratios[renew.$c]}")x |"
+	echo "| fenced INSERT, BEGIN + SET LOCAL pg_lease.epoch vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[fenced_set.$c]}") | $(median <<<"${tps_b[fenced_set.$c]}") | $(median <<<"${ratios[fenced_set.$c]}")x |"
+	echo "| fenced INSERT, BEGIN + lease_use vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[fenced_use.$c]}") | $(median <<<"${tps_b[fenced_use.$c]}") | $(median <<<"${ratios[fenced_use.$c]}")x |"
+done
+echo "(pgbench, fsync on, preloaded, a follower LISTENing; medians over $rounds rounds of ${secs}s)"
