@@ -132,6 +132,7 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 declare -A r_lease r_events r_notify tps_lease tps_plain handover
+missing=0
 for mode in plain preloaded; do
 	pg_cluster_stop cost
 	if [ $mode = preloaded ]; then
@@ -171,7 +172,7 @@ for mode in plain preloaded; do
 	events=$(psql -X -A -t -c "SELECT count(*) FROM lease_events")
 	got=$(follower_stop $mode "$events")
 	echo "$mode: the follower received $got lease notifications; lease_events has $events ($cycles cycles)"
-	[ "$got" -eq "$events" ] || echo "$mode: NOTIFICATIONS MISSING OR EXTRA" >&2
+	[ "$got" -eq "$events" ] || { echo "$mode: NOTIFICATIONS MISSING OR EXTRA" >&2; missing=1; }
 	psql -X -q -c "TRUNCATE lease_events" >/dev/null
 	if [ -n "${PGLEASE_BENCH:-}" ]; then
 		"$PGLEASE_BENCH" --only handover --handover-runs "${HANDOVER_RUNS:-30}" >"$work/handover.out" 2>&1 ||
@@ -193,3 +194,4 @@ echo "(medians over $rounds rounds of ${secs}s; a cycle is lease_acquire + lease
 if [ -n "${PGLEASE_BENCH:-}" ]; then
 	echo "graceful handover, NOTIFY at commit: ${handover[plain]}; notifier worker: ${handover[preloaded]}"
 fi
+exit "$missing"
