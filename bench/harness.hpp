@@ -30,9 +30,10 @@ struct settings {
     int handover_runs = 40;
     std::vector<int> scale_leases{10, 1000, 100000};
     int scale_sessions = 100;
-    std::vector<int> growth_leases{1, 1000, 100000, 1000000};     ///< rows in leases
-    std::vector<int> growth_events{0, 1000000, 10000000};         ///< rows in lease_events
-    std::vector<int> growth_fenced{1, 10, 100};                   ///< fenced tables
+    /// growth: sizes of leases and lease_events (rows), fenced tables
+    std::vector<int> growth_leases{1, 1000, 100000, 1000000};
+    std::vector<int> growth_events{0, 1000000, 10000000};
+    std::vector<int> growth_fenced{1, 10, 100};
     std::string only;               ///< comma-separated sections; empty: all
     std::string json_path;
     std::string tag;                ///< makes names unique in a shared server
