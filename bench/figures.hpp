@@ -9,6 +9,7 @@ namespace bench {
 void run_lease_ops(const settings& s, report& out);  ///< lease_* vs bare UPDATE
 void run_fence(const settings& s, report& out);      ///< fenced vs unfenced INSERT
 void run_scale(const settings& s, report& out);      ///< renewals needed vs achieved
+void run_growth(const settings& s, report& out);     ///< latencies as the tables grow
 void run_etcd(const settings& s, report& out);
 void run_redis(const settings& s, report& out);
 void run_failover(const settings& s, report& out);   ///< kill -9 of the leader

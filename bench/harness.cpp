@@ -123,6 +123,10 @@ void report::add(row r) {
     m_rows.push_back(std::move(r));
 }
 
+void report::add_text(std::string text) {
+    m_texts.push_back(std::move(text));
+}
+
 const row* report::find(const std::string& figure, int clients) const {
     for (const auto& r : m_rows)
         if (r.figure == figure && r.clients == clients)
@@ -175,6 +179,8 @@ void report::print() const {
                                               : r.baseline_name + ": " + fmt(r.baseline, prec) + " " + r.unit)
                   << " | " << ratio_text(r) << " | " << goal_text(r) << " | " << r.note << " |\n";
     }
+    for (const auto& t : m_texts)
+        std::cout << "\n" << t;
     std::cout.flush();
 }
 
@@ -209,6 +215,8 @@ void report::write_json(const std::string& path, const settings& s) const {
         }
         if (!r.note.empty())
             o["note"] = r.note;
+        for (const auto& [key, v] : r.extra)
+            o[key] = v;
         j["rows"].push_back(std::move(o));
     }
     std::ofstream out{path};

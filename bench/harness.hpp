@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct settings {
     int handover_runs = 40;
     std::vector<int> scale_leases{10, 1000, 100000};
     int scale_sessions = 100;
+    /// growth: sizes of leases and lease_events (rows), fenced tables
+    std::vector<int> growth_leases{1, 1000, 100000, 1000000};
+    std::vector<int> growth_events{0, 1000000, 10000000};
+    std::vector<int> growth_fenced{1, 10, 100};
     std::string only;               ///< comma-separated sections; empty: all
     std::string json_path;
     std::string tag;                ///< makes names unique in a shared server
@@ -62,7 +67,7 @@ struct row {
     std::string section;
     std::string figure;
     int clients = 0;
-    double value = 0;          ///< ops/s, or ms for latencies
+    double value = 0;          ///< ops/s, or ms or us for latencies
     double baseline = 0;       ///< 0: none
     std::string baseline_name;
     std::string unit = "ops/s";
@@ -72,6 +77,7 @@ struct row {
     std::vector<double> samples;           ///< value per round
     std::vector<double> baseline_samples;  ///< baseline per round
     bool paired = true;        ///< samples[i] and baseline_samples[i] ran side by side
+    std::map<std::string, double> extra;   ///< more figures of the row, for the JSON only
 
     /// Median of the per-round ratios when paired, else ratio of medians.
     [[nodiscard]] double ratio() const;
@@ -80,6 +86,8 @@ struct row {
 class report {
 public:
     void add(row r);
+    /// Text printed after the table (e.g. a section's own summary).
+    void add_text(std::string text);
     void print() const;
     void write_json(const std::string& path, const settings& s) const;
     [[nodiscard]] const std::vector<row>& rows() const noexcept { return m_rows; }
@@ -88,6 +96,7 @@ public:
 
 private:
     std::vector<row> m_rows;
+    std::vector<std::string> m_texts;
 };
 
 void log(const std::string& line);

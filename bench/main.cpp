@@ -6,7 +6,9 @@
 ///                 [--clients 1,4,16] [--rounds 5] [--seconds 1]
 ///                 [--failover-runs 30] [--handover-runs 40]
 ///                 [--scale 10,1000,100000] [--scale-sessions 100]
-///                 [--only lease,fence,scale,etcd,redis,failover,handover]
+///                 [--growth-leases 1,1000,100000,1000000]
+///                 [--growth-events 0,1000000,10000000] [--growth-fenced 1,10,100]
+///                 [--only lease,fence,scale,growth,etcd,redis,failover,handover]
 ///                 [--json FILE] [--smoke]
 ///
 /// Without --pg the PG* environment names the server (with the pg_lease
@@ -66,6 +68,12 @@ bench::settings parse(int argc, char** argv) {
             s.scale_leases = int_list(value());
         else if (a == "--scale-sessions")
             s.scale_sessions = std::stoi(value());
+        else if (a == "--growth-leases")
+            s.growth_leases = int_list(value());
+        else if (a == "--growth-events")
+            s.growth_events = int_list(value());
+        else if (a == "--growth-fenced")
+            s.growth_fenced = int_list(value());
         else if (a == "--only")
             s.only = value();
         else if (a == "--json")
@@ -79,6 +87,9 @@ bench::settings parse(int argc, char** argv) {
             s.handover_runs = 2;
             s.scale_leases = {10, 200};
             s.scale_sessions = 4;
+            s.growth_leases = {1, 300};
+            s.growth_events = {0, 3000};
+            s.growth_fenced = {1, 3};
         } else
             throw std::invalid_argument("unknown argument " + a);
     }
@@ -117,6 +128,11 @@ int main(int argc, char** argv) {
             bench::run_failover(s, out);
         if (s.wants("scale"))
             bench::run_scale(s, out);
+        if (s.wants("growth")) {
+            // From the tables as the other sections found them.
+            bench::cleanup_pg(s);
+            bench::run_growth(s, out);
+        }
     } catch (const std::exception& e) {
         std::cerr << "pglease_bench: " << e.what() << "\n";
         status = 1;

@@ -3,6 +3,7 @@
 /// leases; and dropping what the PostgreSQL sections made.
 #include "figures.hpp"
 #include "pg.hpp"
+#include "pg_growth.hpp"
 #include "pg_names.hpp"
 
 #include <algorithm>
@@ -106,6 +107,7 @@ void cleanup_pg(const settings& s) {
             admin.query("DELETE FROM " + ext + "leases WHERE name LIKE $1", {like});
             admin.query("DELETE FROM " + ext + "lease_events WHERE name LIKE $1", {like});
         }
+        growth::cleanup(s, admin, ext);
     } catch (const std::exception& e) {
         log(std::string{"cleanup: "} + e.what());
     }
