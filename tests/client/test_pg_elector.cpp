@@ -289,5 +289,38 @@ TEST_F(pg_elector, fence_rejection_ends_the_term_at_once) {
               << std::chrono::duration_cast<ms>(steady::now() - at).count() << " ms\n";
 }
 
+TEST_F(pg_elector, a_rejection_of_the_one_round_trip_form_ends_the_term_at_once) {
+    const auto name = unique_name("fast_rejected");
+    const auto table = unique_name("fast_rejected_tbl");
+    make_fenced_table(table, name);
+    observer o;
+    auto cfg = short_config(name, o, "fast-rejected-leader");
+    cfg.ttl = 30s; // no renewal within the test: only the fence can tell
+    cfg.renew_deadline = 20s;
+    cfg.retry_period = 2s;
+    cfg.connection.listen = false;
+    elector e{cfg};
+    e.start();
+    ASSERT_TRUE(eventually([&] { return e.leading(); }, 5s));
+    pqxx::connection app{""};
+    const std::string insert = "INSERT INTO " + app.quote_name(table) + " (note) VALUES ('x')";
+    e.run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert); });
+    {
+        pqxx::nontransaction tx{admin()};
+        tx.exec_params("SELECT lease_revoke($1)", name);
+        tx.exec_params("SELECT lease_acquire($1, 'usurper', '1 min')", name);
+    }
+    try {
+        e.run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert); });
+        ADD_FAILURE() << "write of a stale leader accepted";
+    } catch (const fence_rejected& ex) {
+        EXPECT_EQ(ex.sqlstate(), "LS001");
+    }
+    EXPECT_FALSE(e.leading());
+    EXPECT_TRUE(eventually([&] { return o.stopped > 0; }, 2s));
+    pqxx::nontransaction check{admin()};
+    EXPECT_EQ(check.exec1("SELECT count(*) FROM " + check.quote_name(table))[0].as<long>(), 1);
+}
+
 } // namespace
 } // namespace pglease::test

@@ -1,8 +1,11 @@
 /// @file test_pg_fenced.cpp
 /// @brief The one-round-trip fenced transaction (fenced_work) against the
 /// real server: the round trips counted on the wire (libpq trace), the
-/// first write already fenced, lease_use's errors and a broken connection
-/// mapped as before, the pqxx::work& form still working.
+/// first write already fenced (stale LS001, expired LS002) on a session
+/// that has not loaded pg_lease yet, the token (SET LOCAL pg_lease.epoch)
+/// gone with the transaction while the session's own pg_lease.epoch stays,
+/// the token's checks and a broken connection mapped as before, the
+/// pqxx::work& form still working.
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/fence.hpp"
@@ -16,6 +19,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace pglease::test {
 namespace {
@@ -133,8 +137,11 @@ TEST_F(pg_fenced, the_fast_form_makes_as_many_round_trips_as_a_plain_work) {
     EXPECT_EQ(fast_trips, plain_trips) << fast_count.log();
     EXPECT_EQ(generic_trips, plain_trips) << generic_count.log();
     EXPECT_EQ(old_trips, plain_trips + 1) << old_count.log(); // + lease_use
-    EXPECT_NE(fast_count.log().find("BEGIN; SELECT lease_use("), std::string::npos)
+    EXPECT_NE(fast_count.log().find("BEGIN; SET LOCAL pg_lease.epoch = '" +
+                                    std::to_string(m_lease->epoch()) + "'\""),
+              std::string::npos)
         << fast_count.log();
+    EXPECT_NE(old_count.log().find("lease_use"), std::string::npos) << old_count.log();
     EXPECT_EQ(rows(), 3);
 }
 
@@ -167,29 +174,109 @@ TEST_F(pg_fenced, a_stale_token_fails_the_very_first_write_and_nothing_commits) 
     EXPECT_EQ(rows(), 1);
 }
 
-TEST_F(pg_fenced, the_token_of_another_lease_is_no_token) {
+TEST_F(pg_fenced, the_first_write_is_fenced_in_a_session_that_had_not_loaded_pg_lease) {
+    // SET LOCAL of a setting whose library is not loaded yet makes a
+    // placeholder; the trigger loads pg_lease, which takes the value over.
+    const fence_token stale{m_name, m_lease->epoch() - 1, {}};
     pqxx::connection app{""};
-    EXPECT_THROW(run_fenced(app, fence_token{m_name + "_other", 1, {}},
-                            [&](pqxx::transaction_base& tx) { tx.exec0(insert("none")); }),
-                 missing_token);
+    bool loaded_before = true;
+    try {
+        run_fenced(app, stale, [&](pqxx::transaction_base& tx) {
+            // A defined pg_lease.* setting shows in pg_settings; a placeholder does not.
+            loaded_before =
+                tx.exec1("SELECT count(*) FROM pg_settings WHERE name = 'pg_lease.max_ttl'")[0]
+                    .as<long>() > 0;
+            tx.exec0(insert("stale"));
+        });
+        ADD_FAILURE() << "the stale token's write committed";
+    } catch (const fence_rejected& e) {
+        EXPECT_EQ(e.sqlstate(), "LS001");
+    }
+    const char* preload = std::getenv("PG_TEST_PRELOAD");
+    if (preload == nullptr || *preload == '\0') {
+        EXPECT_FALSE(loaded_before) << "the session had loaded pg_lease already";
+    }
     EXPECT_EQ(rows(), 0);
 }
 
-TEST_F(pg_fenced, lease_use_refusing_its_arguments_in_the_begin_is_invalid_argument) {
+TEST_F(pg_fenced, an_expired_token_fails_the_very_first_write_with_ls002) {
+    // A grant of 300 ms made on the server, so the local lease is not involved.
+    const std::string name = unique_name("expiring");
+    const std::string table = unique_name("expiring_tbl");
+    make_fenced_table(table, name);
+    std::int64_t epoch = 0;
+    {
+        pqxx::nontransaction q{admin()};
+        epoch = q.exec_params1("SELECT epoch FROM lease_acquire($1, 'short', '300 ms')", name)[0]
+                    .as<std::int64_t>();
+    }
+    pqxx::connection app{""};
+    const std::string insert = "INSERT INTO " + app.quote_name(table) + " (note) VALUES ('x')";
+    run_fenced(app, fence_token{name, epoch, {}},
+               [&](pqxx::transaction_base& tx) { tx.exec0(insert); }); // valid: passes
+    std::this_thread::sleep_for(400ms);
+    int statements = 0;
+    try {
+        run_fenced(app, fence_token{name, epoch, {}}, [&](pqxx::transaction_base& tx) {
+            ++statements;
+            tx.exec0(insert);
+            ++statements;
+        });
+        ADD_FAILURE() << "the expired token's write committed";
+    } catch (const fence_rejected& e) {
+        EXPECT_EQ(e.sqlstate(), "LS002");
+        EXPECT_FALSE(e.stale_epoch());
+    }
+    EXPECT_EQ(statements, 1);
+    pqxx::nontransaction q{admin()};
+    EXPECT_EQ(q.exec1("SELECT count(*) FROM " + q.quote_name(table))[0].as<long>(), 1);
+}
+
+TEST_F(pg_fenced, the_token_of_another_lease_is_refused_as_a_stale_epoch) {
+    // The one-round-trip form carries a bare epoch (pg_lease.epoch): on a
+    // table of another lease it is not that lease's current epoch.
+    pq_backend other_db{env_options("fenced-other-lease")};
+    lease other{other_db, m_name + "_other", {}};
+    ASSERT_TRUE(other.acquire());
+    pqxx::connection app{""};
+    try {
+        run_fenced(app, other.token(),
+                   [&](pqxx::transaction_base& tx) { tx.exec0(insert("other")); });
+        ADD_FAILURE() << "another lease's token passed";
+    } catch (const fence_rejected& e) {
+        EXPECT_EQ(e.sqlstate(), "LS001");
+    }
+    EXPECT_EQ(rows(), 0);
+    // Declared for this lease with lease_use() inside fn, it takes precedence.
+    run_fenced(app, other.token(), [&](pqxx::transaction_base& tx) {
+        tx.exec_params1("SELECT lease_use($1, $2)", m_name, m_lease->epoch());
+        tx.exec0(insert("declared"));
+    });
+    EXPECT_EQ(rows(), 1);
+}
+
+TEST_F(pg_fenced, a_token_with_an_empty_name_or_an_epoch_not_positive_is_invalid_argument) {
     pqxx::connection app{""};
     int called = 0;
-    EXPECT_THROW(
-        run_fenced(app, fence_token{m_name, 0, {}}, [&](pqxx::transaction_base&) { ++called; }),
-        invalid_argument); // epoch must be positive (22023)
-    EXPECT_THROW(
-        run_fenced(app, fence_token{"", 5, {}}, [&](pqxx::transaction_base&) { ++called; }),
-        invalid_argument); // empty name
+    {
+        round_trip_counter count{app};
+        EXPECT_THROW(
+            run_fenced(app, fence_token{m_name, 0, {}}, [&](pqxx::transaction_base&) { ++called; }),
+            invalid_argument); // epoch must be positive (22023)
+        EXPECT_THROW(run_fenced(app, fence_token{m_name, -3, {}},
+                                [&](pqxx::transaction_base&) { ++called; }),
+                     invalid_argument);
+        EXPECT_THROW(
+            run_fenced(app, fence_token{"", 5, {}}, [&](pqxx::transaction_base&) { ++called; }),
+            invalid_argument); // empty name
+        EXPECT_THROW(run_fenced(app, fence_token{std::string(256, 'n'), 5, {}},
+                                [&](pqxx::transaction_base&) { ++called; }),
+                     invalid_argument);            // longer than a lease name can be
+        EXPECT_EQ(count.stop(), 0) << count.log(); // refused before any I/O
+    }
     EXPECT_EQ(called, 0);
-    // The failed BEGIN was rolled back: the session takes the next one.
     m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert("after")); });
     EXPECT_EQ(rows(), 1);
-    pqxx::nontransaction q{app};
-    EXPECT_EQ(q.exec1("SELECT count(*) FROM " + q.quote_name(m_table))[0].as<long>(), 1);
 }
 
 TEST_F(pg_fenced, lease_names_with_quotes_and_backslashes_are_quoted) {
@@ -242,6 +329,55 @@ TEST_F(pg_fenced, no_token_outlives_its_transaction_in_the_session) {
     } catch (const pqxx::sql_error& e) {
         EXPECT_EQ(std::string{e.sqlstate()}, "LS003");
     }
+}
+
+TEST_F(pg_fenced, the_sessions_own_pg_lease_epoch_is_left_as_it_was) {
+    // The session carries a token of its own (an epoch this lease never
+    // had); fenced_work's SET LOCAL overrides it for its transaction only.
+    pqxx::connection app{""};
+    const std::string session_epoch = "1, 2";
+    {
+        pqxx::nontransaction q{app};
+        q.exec0("SET pg_lease.epoch = '" + session_epoch + "'");
+    }
+    const auto setting = [&] {
+        pqxx::nontransaction q{app};
+        return q.exec1("SHOW pg_lease.epoch")[0].as<std::string>();
+    };
+    const auto bare_write_state = [&]() -> std::string {
+        try {
+            pqxx::work tx{app};
+            tx.exec0(insert("bare"));
+            tx.commit();
+            return "committed";
+        } catch (const pqxx::sql_error& e) {
+            return e.sqlstate();
+        }
+    };
+    m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) {
+        EXPECT_EQ(tx.exec1("SHOW pg_lease.epoch")[0].as<std::string>(),
+                  std::to_string(m_lease->epoch()));
+        tx.exec0(insert("fenced"));
+    });
+    EXPECT_EQ(rows(), 1);
+    EXPECT_EQ(setting(), session_epoch);
+    EXPECT_EQ(bare_write_state(), "LS001"); // the session's stale epochs again
+
+    // A fenced transaction that fails (a stale token) restores it too.
+    EXPECT_THROW(run_fenced(app, fence_token{m_name, m_lease->epoch() - 1, {}},
+                            [&](pqxx::transaction_base& tx) { tx.exec0(insert("stale")); }),
+                 fence_rejected);
+    EXPECT_EQ(setting(), session_epoch);
+    EXPECT_EQ(rows(), 1);
+
+    // A session setting of the current epoch keeps working after run_fenced.
+    {
+        pqxx::nontransaction q{app};
+        q.exec0("SET pg_lease.epoch = '" + std::to_string(m_lease->epoch()) + "'");
+    }
+    m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert("fenced 2")); });
+    EXPECT_EQ(bare_write_state(), "committed");
+    EXPECT_EQ(rows(), 3);
 }
 
 TEST_F(pg_fenced, a_value_is_returned_from_the_fast_form) {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fencing through pgbouncer in transaction pooling mode: lease_use and
-# SET LOCAL pg_lease.epoch work, tokens never leak to the next transaction
-# on the same server connection, PGOPTIONS is refused loudly rather than
-# dropped, and (given the client test binary) the client's waiting acquire
-# falls back to the server-reported expiry without LISTEN.
+# SET LOCAL pg_lease.epoch (run_fenced's form) work, tokens never leak to
+# the next transaction on the same server connection, PGOPTIONS is refused
+# loudly rather than dropped, and (given the client test binary) the
+# client's waiting acquire falls back to the server-reported expiry without
+# LISTEN and run_fenced's one-round-trip form fences through the pooler.
 #
 #   tests/server/pgbouncer.sh [path/to/pglease_integration_tests]
 set -euo pipefail
@@ -71,12 +72,20 @@ q "BEGIN; SELECT lease_use('pool', $epoch); INSERT INTO ledger VALUES (3, NULL);
 refused=$(q "INSERT INTO ledger VALUES (4, NULL)" 2>&1 || true)
 check "the next client on the same server connection carries no token (LS003)" \
 	grep -q "carries no fencing token" <<<"$refused"
+# the client's run_fenced (fenced_work) declares its token this way, in its BEGIN
+q "BEGIN; SET LOCAL pg_lease.epoch = '$epoch'; INSERT INTO ledger VALUES (6, NULL); COMMIT;" >/dev/null
+refused=$(q "INSERT INTO ledger VALUES (7, NULL)" 2>&1 || true)
+check "after SET LOCAL pg_lease.epoch the next client carries no token (LS003)" \
+	grep -q "carries no fencing token" <<<"$refused"
 check "the writes were stamped with the epoch" \
-	test "$(q "SELECT count(*) FROM ledger WHERE epoch = $epoch")" = 3
+	test "$(q "SELECT count(*) FROM ledger WHERE epoch = $epoch")" = 4
 q "SELECT lease_revoke('pool')" >/dev/null
 q "SELECT epoch FROM lease_acquire('pool', 'successor', '1h')" >/dev/null
 stale=$(q "BEGIN; SELECT lease_use('pool', $epoch); INSERT INTO ledger VALUES (5, NULL); COMMIT;" 2>&1 || true)
 check "a stale leader is refused through the pooler (LS001)" grep -q "is stale" <<<"$stale"
+stale=$(q "BEGIN; SET LOCAL pg_lease.epoch = '$epoch'; INSERT INTO ledger VALUES (8, NULL); COMMIT;" 2>&1 || true)
+check "a stale leader's SET LOCAL pg_lease.epoch is refused through the pooler (LS001)" \
+	grep -q "is stale" <<<"$stale"
 options=$(PGOPTIONS="-c pg_lease.epoch=$epoch" q "SELECT 1" 2>&1 || true)
 check "PGOPTIONS is refused by the pooler, not silently dropped" grep -qi "unsupported startup parameter" <<<"$options"
 
@@ -84,5 +93,11 @@ if [ -n "$client_tests" ]; then
 	check "client: without LISTEN a waiting acquire wakes at the reported expiry, through the pooler" \
 		"$client_tests" --gtest_brief=1 \
 		--gtest_filter='pg_lease.without_listen_a_follower_wakes_at_the_reported_expiry:pg_lease.acquire_held_renew_release_round_trip:pg_lease.second_client_is_refused_and_learns_the_holder:pg_lease.fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_stale'
+	# run_fenced's one-round-trip form (BEGIN; SET LOCAL pg_lease.epoch):
+	# passes, refuses stale and expired tokens at the first write, leaves no
+	# token to the next transaction on the one server connection.
+	check "client: run_fenced's one-round-trip form through the pooler" \
+		"$client_tests" --gtest_brief=1 \
+		--gtest_filter='pg_fenced.the_fast_form_makes_as_many_round_trips_as_a_plain_work:pg_fenced.a_stale_token_fails_the_very_first_write_and_nothing_commits:pg_fenced.an_expired_token_fails_the_very_first_write_with_ls002:pg_fenced.no_token_outlives_its_transaction_in_the_session:pg_fenced.a_value_is_returned_from_the_fast_form'
 fi
 finish

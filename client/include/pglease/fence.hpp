@@ -4,7 +4,8 @@
 ///
 /// client-go's leaderelection says plainly that it does not fence: a paused
 /// leader can still write after a new one was elected. pg_lease does fence:
-/// lease_use(name, epoch) declares the token, and the fence trigger on every
+/// the transaction declares the token (SET LOCAL pg_lease.epoch in
+/// fenced_work's BEGIN, or lease_use(name, epoch)), and the fence trigger on every
 /// fenced table refuses the write unless that epoch is the current,
 /// unexpired grant, holding a share lock on the lease row until commit, so a
 /// takeover cannot commit while a fenced write that passed is still open.
@@ -109,7 +110,7 @@ private:
 
 /// True when @p F can be called with a fenced_work& (a callable taking
 /// fenced_work&, pqxx::dbtransaction&, pqxx::transaction_base& or auto&):
-/// run_fenced() then saves the round trip of lease_use.
+/// run_fenced() then declares the token in the BEGIN itself.
 template <typename F>
 inline constexpr bool takes_fenced_work = std::is_invocable_v<F, fenced_work&>;
 
@@ -132,7 +133,7 @@ auto run_fenced_bounded(pqxx::connection_base& conn, const fence_token& token, f
         std::optional<tx_type> tx;
         scope.begin([&]() -> pqxx::dbtransaction& {
             if constexpr (takes_fenced_work<F>) {
-                tx.emplace(conn, token); // BEGIN; SELECT lease_use(...): one round trip
+                tx.emplace(conn, token); // BEGIN; SET LOCAL pg_lease.epoch: one round trip
             } else {
                 tx.emplace(conn, "pglease_fenced"); // BEGIN
                 declare_token(*tx, token);          // SELECT lease_use(...)
@@ -154,20 +155,21 @@ auto run_fenced_bounded(pqxx::connection_base& conn, const fence_token& token, f
 } // namespace detail
 
 /// Runs @p fn(tx) in a new transaction on @p conn that carries the token
-/// (lease_use(token.lease_name, token.epoch)) before any statement of
-/// @p fn, then commits; returns what @p fn returns.
+/// before any statement of @p fn, then commits; returns what @p fn returns.
 ///
 /// The transaction: when @p fn can take a fenced_work& (a parameter of type
 /// fenced_work&, pqxx::dbtransaction&, pqxx::transaction_base&, or auto&),
-/// it is a fenced_work, whose BEGIN carries lease_use in the same round
-/// trip: as many round trips as a plain pqxx::work. A @p fn that takes a
-/// pqxx::work& still works: it gets a pqxx::work, and lease_use costs a
-/// round trip of its own.
+/// it is a fenced_work, whose BEGIN carries `SET LOCAL pg_lease.epoch` in
+/// the same round trip: as many round trips as a plain pqxx::work (see
+/// fenced_work for what the setting covers). A @p fn that takes a
+/// pqxx::work& still works: it gets a pqxx::work, and
+/// lease_use(token.lease_name, token.epoch) costs a round trip of its own.
 ///
 /// @throws fence_rejected (a lease_lost) when the fence refused a write
 ///   (LS001 stale epoch, LS002 expired/released/revoked): nothing committed.
-/// @throws missing_token (LS003), invalid_argument (22023: an empty lease
-///   name, an epoch <= 0), and the server's other errors as pglease errors.
+/// @throws missing_token (LS003), invalid_argument (22023: an empty or
+///   oversized lease name, an epoch <= 0; before any I/O in the fenced_work
+///   form), and the server's other errors as pglease errors.
 /// @throws commit_unknown when the connection broke during COMMIT.
 /// @throws connection_lost when it broke before COMMIT: nothing committed.
 ///
@@ -204,7 +206,7 @@ auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn)
 /// cancel request itself hangs (a frozen server), the connection's socket
 /// is shut down 200 ms later; the session is then gone and the connection
 /// reopens at its next use. What is thrown:
-/// - cut before COMMIT was sent (in BEGIN, lease_use, @p fn's statements,
+/// - cut before COMMIT was sent (in BEGIN, the token's declaration, @p fn's statements,
 ///   or @p fn returned after the timeout): connection_lost, nothing
 ///   committed (sqlstate() 57014 when the cancel landed);
 /// - cut while COMMIT was in flight: commit_unknown, whatever the server

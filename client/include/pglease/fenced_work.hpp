@@ -7,20 +7,35 @@
 
 #include <pqxx/transaction>
 
+#include <cstdint>
+
 #include <string>
 
 namespace pglease {
 
 /// A read-committed pqxx transaction (like pqxx::work) that declares its
 /// fencing token before any statement of yours: its first query is
-/// `BEGIN; SELECT lease_use('<name>', <epoch>)`, sent as one simple query,
+/// `BEGIN; SET LOCAL pg_lease.epoch = '<epoch>'`, sent as one simple query,
 /// so fencing costs no round trip of its own (BEGIN, your statements,
-/// COMMIT: as many as a plain pqxx::work).
+/// COMMIT: as many as a plain pqxx::work), and on the server a utility
+/// statement rather than the planned SELECT and SECURITY DEFINER call of
+/// lease_use().
 ///
-/// The token is transaction-scoped (lease_use), never a session setting:
-/// it is safe behind a transaction-pooling pgbouncer and after reconnects.
-/// Use it through run_fenced(), whose callable may take a fenced_work&, a
-/// pqxx::dbtransaction&, a pqxx::transaction_base& or auto&:
+/// The fence takes a transaction's token from lease_use(), or else from
+/// pg_lease.epoch; epochs are unique across leases, so the one epoch set
+/// here passes only on the tables of its own lease, and only while it is
+/// that lease's current, unexpired grant. SET LOCAL ends with the
+/// transaction (commit or rollback): it never outlives it, so it is safe
+/// behind a transaction-pooling pgbouncer and after reconnects, and a
+/// pg_lease.epoch of the session's own is back once the transaction ends.
+/// Inside it, that session value is hidden: a write to a table of another
+/// lease needs that lease's `lease_use(name, epoch)` (which takes
+/// precedence), or it is refused as a stale epoch (LS001). The lease name
+/// is not sent; it is checked here as lease_use() checked it (1..255
+/// bytes), and the epoch must be positive (invalid_argument, before any
+/// I/O). Use it through run_fenced(), whose callable may take a
+/// fenced_work&, a pqxx::dbtransaction&, a pqxx::transaction_base& or
+/// auto&:
 ///
 /// @code
 ///   elector.run_fenced(conn, [](pqxx::transaction_base& tx) {
@@ -32,8 +47,8 @@ namespace pglease {
 /// unless commit() was called. Unlike pqxx::work, a connection found broken
 /// at BEGIN is not reopened and retried here (run_fenced() does that, under
 /// its deadline): the constructor throws pqxx::broken_connection. When the
-/// query fails after BEGIN (lease_use refused its arguments), the
-/// constructor rolls the session back before it throws.
+/// query fails after BEGIN, the constructor rolls the session back before
+/// it throws.
 class fenced_work final : public pqxx::internal::basic_transaction {
 public:
     /// Begins the transaction on @p conn with @p token declared.
@@ -51,7 +66,7 @@ private:
     void do_begin() override;
 
     std::int64_t m_epoch;
-    std::string m_begin; ///< the combined BEGIN; SELECT lease_use(...)
+    std::string m_begin; ///< the combined BEGIN; SET LOCAL pg_lease.epoch = ...
 };
 
 } // namespace pglease
