@@ -46,11 +46,15 @@ void group_member::stop() noexcept {
     loop.join();
 }
 
+std::string group_member::not_held(const std::string& shard) const {
+    return "shard \"" + shard + "\" of group \"" + m_config.group + "\" is not held by " +
+           m_config.identity;
+}
+
 fence_token group_member::token(const std::string& shard) const {
     const auto g = m_state.grant(shard);
     if (!g)
-        throw lease_lost{"shard \"" + shard + "\" of group \"" + m_config.group +
-                         "\" is not held by " + m_config.identity};
+        throw lease_lost{not_held(shard)};
     return g->token();
 }
 
