@@ -174,8 +174,11 @@ void lease_set_state::release_done() {
         }
     }
     const std::lock_guard lock{m_mutex};
-    for (const std::string& name : done)
+    for (const std::string& name : done) {
         m_terms.erase(name);
+        if (m_wanted.count(name) > 0) // lost, still wanted: try again now
+            m_next_acquire = m_clock.now();
+    }
 }
 
 std::vector<std::string> lease_set_state::unheld_wanted() const {
