@@ -29,6 +29,10 @@ struct settings {
     int handover_runs = 40;
     std::vector<int> scale_leases{10, 1000, 100000};
     int scale_sessions = 100;
+    int many_leases = 100000;       ///< section "many": leases held by lease_set processes
+    int many_procs = 100;           ///< ... by this many processes (and as many etcd clients)
+    int many_cycles = 3;            ///< renewal cycles (keepalive rounds) measured
+    int many_ttl_ms = 30000;
     std::string only;               ///< comma-separated sections; empty: all
     std::string json_path;
     std::string tag;                ///< makes names unique in a shared server

@@ -121,6 +121,7 @@ void lease_set_state::renew_all(std::vector<lease_set_event>& events) {
     const auto round =
         detail::renew_round(m_db, m_clock, m_config.identity, m_config.ttl, batch, bound);
     if (round.answered) {
+        m_renew_latency.store(round.took.count());
         ++m_renews;
         m_next_renew = round.sent + m_config.renew_interval();
         for (auto& entry : m_terms)

@@ -45,6 +45,7 @@ renew_round_result renew_round(backend& db, const clock& clk, const std::string&
             (void)batch[i]->apply_renewal(result.sent, before[i], epochs[i],
                                           answers[i].has_value());
         result.answered = true;
+        result.took = clk.now() - result.sent;
     } catch (const error&) {
         // Outcome unknown: the deadlines stay; the caller retries.
     }

@@ -29,6 +29,7 @@ void bound_by(clock::time_point& bound, const lease& l,
 struct renew_round_result {
     bool answered = false; ///< the round trip succeeded (each lease's answer applied)
     clock::time_point sent{}; ///< the clock when it was sent
+    clock::duration took{};   ///< send to reply (answered only)
 };
 
 /// One lease_renew_many for every lease of @p batch (all held by @p holder,

@@ -167,6 +167,7 @@ TEST(lease_set_state, a_failed_renew_keeps_the_deadline_and_a_later_one_extends_
     store.advance(std::max(a.state.next_step() - store.clock().now(), clock::duration{1ms}));
     EXPECT_TRUE(a.state.step().empty());
     EXPECT_EQ(a.state.renew_rounds(), 1U);
+    EXPECT_EQ(a.state.last_renew_latency(), clock::duration::zero()); // no time passes in the store
     const auto renewed = store.clock().now();
     EXPECT_LT(renewed, start + 10s); // retried within the renew deadline
     // The deadline now counts from the retry that succeeded.

@@ -81,6 +81,8 @@ TEST_F(pg_lease_set, a_thousand_leases_are_renewed_by_one_statement_per_cycle) {
     EXPECT_NE(renewed_by, acquired_by);
     EXPECT_EQ(set.held_count(), 1000U);
     EXPECT_EQ(set.acquire_rounds(), 1U);
+    EXPECT_GT(set.last_renew_latency(), clock::duration::zero());
+    EXPECT_LT(set.last_renew_latency(), std::chrono::seconds{2}); // bounded by call_timeout
 
     set.stop();
     EXPECT_EQ(set.release_rounds(), 1U);

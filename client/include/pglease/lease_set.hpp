@@ -142,6 +142,12 @@ public:
     [[nodiscard]] std::uint64_t acquire_rounds() const noexcept { return m_state.acquire_rounds(); }
     [[nodiscard]] std::uint64_t release_rounds() const noexcept { return m_state.release_rounds(); }
 
+    /// Send to reply of the last successful renew round trip (one
+    /// lease_renew_many for every lease held); zero before the first. No I/O.
+    [[nodiscard]] clock::duration last_renew_latency() const noexcept {
+        return m_state.last_renew_latency();
+    }
+
     [[nodiscard]] const std::string& identity() const noexcept { return m_config.identity; }
 
 private:

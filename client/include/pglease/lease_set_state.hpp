@@ -117,6 +117,12 @@ public:
     [[nodiscard]] std::uint64_t acquire_rounds() const noexcept { return m_acquires.load(); }
     [[nodiscard]] std::uint64_t release_rounds() const noexcept { return m_releases.load(); }
 
+    /// Send to reply of the last successful renew round trip (zero before
+    /// the first): the cycle cost to watch against ttl / 3. Thread-safe.
+    [[nodiscard]] clock::duration last_renew_latency() const noexcept {
+        return clock::duration{m_renew_latency.load()};
+    }
+
     [[nodiscard]] const lease_set_config& config() const noexcept { return m_config; }
 
 private:
@@ -155,6 +161,7 @@ private:
     std::atomic<std::uint64_t> m_renews{0};
     std::atomic<std::uint64_t> m_acquires{0};
     std::atomic<std::uint64_t> m_releases{0};
+    std::atomic<clock::duration::rep> m_renew_latency{0};
     bool m_stopping = false;
     bool m_stopped = false;
     clock::time_point m_next;
