@@ -33,7 +33,8 @@ std::vector<acquire_reply> backend::acquire_many(const std::vector<std::string>&
 
 std::vector<bool> backend::release_many(const std::vector<std::string>& names,
                                         const std::string& holder,
-                                        const std::vector<std::int64_t>& epochs) {
+                                        const std::vector<std::int64_t>& epochs,
+                                        clock::time_point /*deadline*/) {
     if (names.size() != epochs.size())
         throw invalid_argument{"release_many: names and epochs must have the same length"};
     std::vector<bool> out;

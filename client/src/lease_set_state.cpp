@@ -156,6 +156,9 @@ void lease_set_state::release_done() {
     std::vector<std::string> names;
     std::vector<std::int64_t> epochs;
     std::vector<std::string> done;
+    // No later than the earliest renew deadline of what is held (a release
+    // of many rows can take longer than one renewal's call_timeout).
+    const auto bound = call_bound();
     for (auto& [name, t] : m_terms) {
         if (!t.ended || !t.callback_done)
             continue;
@@ -168,7 +171,7 @@ void lease_set_state::release_done() {
     }
     if (!names.empty()) {
         try {
-            (void)m_db.release_many(names, m_config.identity, epochs);
+            (void)m_db.release_many(names, m_config.identity, epochs, bound);
             ++m_releases;
         } catch (const error&) {
             // Unreachable server: the leases expire on their own.

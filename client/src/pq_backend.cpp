@@ -367,7 +367,8 @@ std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::strin
 
 std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names,
                                            const std::string& holder,
-                                           const std::vector<std::int64_t>& epochs) {
+                                           const std::vector<std::int64_t>& epochs,
+                                           clock::time_point deadline) {
     if (names.size() != epochs.size())
         throw invalid_argument{"release_many: names and epochs must have the same length"};
     if (names.empty())
@@ -375,7 +376,7 @@ std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names
     const std::string sql = "SELECT " + fn("lease_release") +
                             "(t.n, $2, t.e) FROM unnest($1::text[], $3::bigint[]) "
                             "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i";
-    return call("lease_release_many", bounded(clock::time_point::max(), m_options.call_timeout),
+    return call("lease_release_many", bounded(deadline, m_options.acquire_timeout),
                 [&](pqxx::nontransaction& tx) {
                     const pqxx::result r = tx.exec_params(sql, detail::text_array(names), holder,
                                                           detail::bigint_array(epochs));

@@ -56,10 +56,11 @@ public:
         return m_inner->acquire_many(n, h, t, d);
     }
     std::vector<bool> release_many(const std::vector<std::string>& n, const std::string& h,
-                                   const std::vector<std::int64_t>& e) override {
+                                   const std::vector<std::int64_t>& e,
+                                   clock::time_point d) override {
         check();
         ++release_many_calls;
-        return m_inner->release_many(n, h, e);
+        return m_inner->release_many(n, h, e, d);
     }
     bool revoke(const std::string& n) override { return m_inner->revoke(n); }
     std::optional<lease_record> status(const std::string& n) override { return m_inner->status(n); }

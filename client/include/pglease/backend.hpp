@@ -126,10 +126,14 @@ public:
 
     /// lease_release(name, holder, epoch) for each lease, in one round trip
     /// where the backend can; one entry per name, in order (true: this call
-    /// freed it). Bounded like release(). Default: release() per lease.
+    /// freed it). Returns or fails by @p deadline (and the backend's bound
+    /// for calls that may wait for a takeover, as acquire_many: a release
+    /// ends the grant's fenced transactions too). Default: release() per
+    /// lease.
     virtual std::vector<bool> release_many(const std::vector<std::string>& names,
                                            const std::string& holder,
-                                           const std::vector<std::int64_t>& epochs);
+                                           const std::vector<std::int64_t>& epochs,
+                                           clock::time_point deadline);
 
     /// Every lease_status row whose name starts with @p prefix (one round
     /// trip), ordered by name. Default: throws error (not supported).

@@ -47,8 +47,10 @@ class callback_queue;
 ///   renew_deadline end the term (lease_loss::renew_deadline) before that;
 ///   the set reconnects at its next call and acquires the lease again;
 /// - every call is bounded: renewals by the earliest renew deadline and
-///   call_timeout (<= retry_period), acquires also by the next renewal and
-///   acquire_timeout, releases by call_timeout; reconnects by
+///   call_timeout (<= retry_period); acquires by the next renewal and
+///   acquire_timeout; releases by the earliest renew deadline and
+///   acquire_timeout (a release of many rows may take longer than one
+///   renewal; one that fails leaves its leases to expire); reconnects by
 ///   connect_timeout, retried every retry_period x [1, jitter_factor];
 /// - a lease is granted to one holder at a time (lease_acquire's
 ///   compare-and-swap), and run_fenced() writes carry its epoch, so the
