@@ -27,6 +27,7 @@ child_proc::child_proc(const std::vector<std::string>& args) {
     std::vector<std::string> argv_text{"/proc/self/exe"};
     argv_text.insert(argv_text.end(), args.begin(), args.end());
     std::vector<char*> argv;
+    argv.reserve(argv_text.size() + 1);
     for (auto& a : argv_text)
         argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -67,7 +68,8 @@ std::optional<std::string> child_proc::read_line(steady::time_point until) {
             m_buffer.erase(0, nl + 1);
             return line;
         }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
         if (left.count() <= 0)
             return std::nullopt;
         pollfd p{m_from, POLLIN, 0};

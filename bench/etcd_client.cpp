@@ -20,7 +20,8 @@ std::string base64(const std::string& in) {
     std::string out;
     std::size_t i = 0;
     for (; i + 2 < in.size(); i += 3) {
-        const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
+        const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                           (static_cast<unsigned char>(in[i + 1]) << 8) |
                            static_cast<unsigned char>(in[i + 2]);
         out += tbl[(v >> 18) & 63];
         out += tbl[(v >> 12) & 63];
@@ -33,7 +34,8 @@ std::string base64(const std::string& in) {
         out += tbl[(v >> 12) & 63];
         out += "==";
     } else if (i + 2 == in.size()) {
-        const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+        const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                           (static_cast<unsigned char>(in[i + 1]) << 8);
         out += tbl[(v >> 18) & 63];
         out += tbl[(v >> 12) & 63];
         out += tbl[(v >> 6) & 63];
@@ -42,7 +44,9 @@ std::string base64(const std::string& in) {
     return out;
 }
 
-etcd_client::etcd_client(std::string base) : m_base(std::move(base)), m_curl(curl_easy_init()) {
+etcd_client::etcd_client(std::string base)
+    : m_base(std::move(base))
+    , m_curl(curl_easy_init()) {
     if (!m_curl)
         throw std::runtime_error("curl_easy_init failed");
     m_headers = curl_slist_append(m_headers, "Content-Type: application/json");
@@ -73,7 +77,8 @@ nlohmann::json etcd_client::post(const std::string& path, const nlohmann::json& 
     long status = 0;
     curl_easy_getinfo(m_curl, CURLINFO_RESPONSE_CODE, &status);
     if (status != 200)
-        throw std::runtime_error("etcd " + path + ": HTTP " + std::to_string(status) + " " + m_body);
+        throw std::runtime_error("etcd " + path + ": HTTP " + std::to_string(status) + " " +
+                                 m_body);
     return nlohmann::json::parse(m_body);
 }
 

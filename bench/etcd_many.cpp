@@ -53,23 +53,27 @@ double run_etcd_many(const settings& s, report& out) {
     for (std::size_t i = 0; i < clients; ++i)
         http.push_back(std::make_unique<etcd_client>(s.etcd_url));
     std::vector<std::vector<std::string>> ids(clients);
-    const auto share = [&](std::size_t i) { return leases * (i + 1) / clients - leases * i / clients; };
+    const auto share = [&](std::size_t i) {
+        return leases * (i + 1) / clients - leases * i / clients;
+    };
 
     // Grant: durable (a raft proposal each).
     log("many/etcd: granting " + std::to_string(leases) + " leases (TTL " +
         std::to_string(grant_ttl_s) + " s) from " + std::to_string(clients) + " clients");
-    const phase_result granted = run_phase(clients, grant_bound_s, [&](std::size_t i) -> std::int64_t {
-        if (ids[i].size() >= share(i))
-            return 0;
-        const auto reply = http[i]->post("/v3/lease/grant", {{"TTL", grant_ttl_s}});
-        ids[i].push_back(reply.at("ID").get<std::string>());
-        return 1;
-    });
+    const phase_result granted =
+        run_phase(clients, grant_bound_s, [&](std::size_t i) -> std::int64_t {
+            if (ids[i].size() >= share(i))
+                return 0;
+            const auto reply = http[i]->post("/v3/lease/grant", {{"TTL", grant_ttl_s}});
+            ids[i].push_back(reply.at("ID").get<std::string>());
+            return 1;
+        });
     const auto held = static_cast<std::size_t>(granted.ops);
     if (held == 0)
         throw std::runtime_error("many/etcd: no lease granted");
     const bool all_granted = held == leases;
-    const double grant_ms = granted.seconds * 1000 * static_cast<double>(leases) / static_cast<double>(held);
+    const double grant_ms =
+        granted.seconds * 1000 * static_cast<double>(leases) / static_cast<double>(held);
 
     // Keepalive rounds: each client renews its leases one request each;
     // its time is from the round's start to its last reply (scaled to its
@@ -85,26 +89,30 @@ double run_etcd_many(const settings& s, report& out) {
         std::vector<steady::time_point> last(clients);
         std::vector<long> lost(clients, 0);
         const auto start = steady::now();
-        const phase_result r = run_phase(clients, round_bound_s, [&](std::size_t i) -> std::int64_t {
-            if (next[i] >= ids[i].size())
-                return 0;
-            const auto reply = http[i]->post("/v3/lease/keepalive", {{"ID", ids[i][next[i]++]}});
-            // An expired lease answers without a positive TTL.
-            const auto res = reply.value("result", nlohmann::json::object());
-            if (std::stol(res.value("TTL", std::string{"0"})) <= 0)
-                ++lost[i];
-            last[i] = steady::now();
-            return 1;
-        });
+        const phase_result r =
+            run_phase(clients, round_bound_s, [&](std::size_t i) -> std::int64_t {
+                if (next[i] >= ids[i].size())
+                    return 0;
+                const auto reply =
+                    http[i]->post("/v3/lease/keepalive", {{"ID", ids[i][next[i]++]}});
+                // An expired lease answers without a positive TTL.
+                const auto res = reply.value("result", nlohmann::json::object());
+                if (std::stol(res.value("TTL", std::string{"0"})) <= 0)
+                    ++lost[i];
+                last[i] = steady::now();
+                return 1;
+            });
         for (std::size_t i = 0; i < clients; ++i) {
             expired += lost[i];
             if (next[i] == 0)
                 continue;
             const double took = std::chrono::duration<double, std::milli>(last[i] - start).count();
-            client_ms.push_back(took * static_cast<double>(share(i)) / static_cast<double>(next[i]));
+            client_ms.push_back(took * static_cast<double>(share(i)) /
+                                static_cast<double>(next[i]));
             scaled = scaled || next[i] < share(i);
         }
-        round_ms.push_back(r.seconds * 1000 * static_cast<double>(leases) / static_cast<double>(r.ops));
+        round_ms.push_back(r.seconds * 1000 * static_cast<double>(leases) /
+                           static_cast<double>(r.ops));
     }
     const auto cpu1 = etcd_pid ? process_cpu(*etcd_pid) : std::nullopt;
     if (expired > 0)
@@ -114,14 +122,15 @@ double run_etcd_many(const settings& s, report& out) {
     const double p50 = percentile(client_ms, 50);
     const double p99 = percentile(client_ms, 99);
     const double headroom = third_ms / p99;
-    const std::string scaling =
-        scaled ? "; SCALED linearly to " + std::to_string(leases) + " leases: " +
-                     std::to_string(held) + " granted in " + fixed1(grant_bound_s) +
-                     " s, rounds bounded at " + fixed1(round_bound_s) + " s"
-               : "";
+    const std::string scaling = scaled ? "; SCALED linearly to " + std::to_string(leases) +
+                                             " leases: " + std::to_string(held) + " granted in " +
+                                             fixed1(grant_bound_s) + " s, rounds bounded at " +
+                                             fixed1(round_bound_s) + " s"
+                                       : "";
     log("many/etcd: client round p50 " + fixed1(p50) + " ms, p99 " + fixed1(p99) +
         " ms, headroom " + fixed1(headroom) + "x" + scaling);
-    const std::string shape = std::to_string(leases) + " leases, " + std::to_string(clients) + " clients";
+    const std::string shape =
+        std::to_string(leases) + " leases, " + std::to_string(clients) + " clients";
     const auto add = [&](const std::string& figure, double value, const std::string& unit,
                          const std::string& note, std::vector<double> samples) {
         row r;
@@ -145,8 +154,9 @@ double run_etcd_many(const settings& s, report& out) {
     add("etcd grant " + std::to_string(leases) + " leases", grant_ms, "ms",
         "durable (raft log fsynced); TTL 1 h so none expires while granting" + scaling, {grant_ms});
     if (cpu0 && cpu1)
-        add("etcd CPU per keepalive round", static_cast<double>((*cpu1 - *cpu0).count()) / 1000.0 / rounds,
-            "ms", "the etcd process (gateway included)", {});
+        add("etcd CPU per keepalive round",
+            static_cast<double>((*cpu1 - *cpu0).count()) / 1000.0 / rounds, "ms",
+            "the etcd process (gateway included)", {});
     return headroom;
 }
 

@@ -59,7 +59,7 @@ int lease_set_child(int argc, char** argv) {
         cfg.names.push_back(prefix + std::to_string(i));
     cfg.identity = identity;
     cfg.ttl = ttl;
-    cfg.renew_deadline = ttl * 2 / 3;       // 20 s at ttl 30 s
+    cfg.renew_deadline = ttl * 2 / 3; // 20 s at ttl 30 s
     cfg.retry_period = std::min(ms{2000}, ttl / 10);
     cfg.connection.conninfo = conninfo;
     cfg.connection.application_name = "pglease-bench-many";
@@ -74,11 +74,12 @@ int lease_set_child(int argc, char** argv) {
     const auto held_by = start + ms{120000};
     while (set.acquire_rounds() == 0 || set.held_count() < static_cast<std::size_t>(count)) {
         if (steady::now() >= held_by)
-            return fail("held " + std::to_string(set.held_count()) + " of " + std::to_string(count));
+            return fail("held " + std::to_string(set.held_count()) + " of " +
+                        std::to_string(count));
         std::this_thread::sleep_for(ms{20});
     }
-    std::cout << "held "
-              << std::chrono::duration_cast<ms>(steady::now() - start).count() << std::endl;
+    std::cout << "held " << std::chrono::duration_cast<ms>(steady::now() - start).count()
+              << std::endl;
 
     const auto go = read_stdin_line(ms{180000});
     if (!go || *go != "go")

@@ -120,14 +120,17 @@ void run_many_leases(const settings& s, report& out) {
     }
     std::vector<child_report> rep(children.size());
     for (std::size_t i = 0; i < children.size(); ++i)
-        rep[i].held_ms = std::stod(words_after(expect_line(*children[i], "held", deadline), "held")[0]);
-    const double acquire_ms = std::max_element(rep.begin(), rep.end(), [](const auto& a, const auto& b) {
-                                  return a.held_ms < b.held_ms;
-                              })->held_ms;
+        rep[i].held_ms =
+            std::stod(words_after(expect_line(*children[i], "held", deadline), "held")[0]);
+    const double acquire_ms =
+        std::max_element(rep.begin(), rep.end(), [](const auto& a, const auto& b) {
+            return a.held_ms < b.held_ms;
+        })->held_ms;
     log("many: all held after " + fixed(acquire_ms, 0) + " ms; counting " +
         std::to_string(s.many_cycles) + " renewal cycles");
 
     std::vector<pid_t> child_pids;
+    child_pids.reserve(children.size());
     for (const auto& c : children)
         child_pids.push_back(c->pid());
     const auto server0 = postmaster ? tree_cpu(*postmaster) : std::chrono::microseconds{0};
@@ -155,8 +158,8 @@ void run_many_leases(const settings& s, report& out) {
     const long writers = std::stol(check.text(0, 0));
     const long valid = std::stol(check.text(0, 1));
     if (valid != leases)
-        throw std::runtime_error("many: " + std::to_string(valid) + " of " + std::to_string(leases) +
-                                 " leases valid on the server");
+        throw std::runtime_error("many: " + std::to_string(valid) + " of " +
+                                 std::to_string(leases) + " leases valid on the server");
 
     for (auto& c : children)
         c->write_line("stop");
@@ -185,7 +188,8 @@ void run_many_leases(const settings& s, report& out) {
     const double p99 = percentile(all_cycles, 99);
     const double headroom = third_ms / p99;
     const std::string shape = std::to_string(leases) + " leases, " + std::to_string(procs) +
-                              " processes, ttl " + fixed(static_cast<double>(ttl.count()) / 1000, 0) + " s";
+                              " processes, ttl " +
+                              fixed(static_cast<double>(ttl.count()) / 1000, 0) + " s";
     log("many: cycle p50 " + fixed(p50) + " ms, p99 " + fixed(p99) + " ms, headroom " +
         fixed(headroom) + "x; " + std::to_string(writers) + " writing transactions");
 
@@ -205,8 +209,9 @@ void run_many_leases(const settings& s, report& out) {
     h.paired = false;
     h.goal = 3.0;
     out.add(h);
-    out.add(make_row("many", "transactions that wrote the last renewal of all " +
-                         std::to_string(leases) + " rows",
+    out.add(make_row("many",
+                     "transactions that wrote the last renewal of all " + std::to_string(leases) +
+                         " rows",
                      procs, static_cast<double>(writers), "txns",
                      "distinct xmin; one per process = one lease_renew_many each (per process: " +
                          std::to_string(most_acquires) + " acquire, " +
@@ -220,18 +225,19 @@ void run_many_leases(const settings& s, report& out) {
                              "% of one core at one cycle per ttl/3"));
     }
     out.add(make_row("many", "client CPU per cycle (" + std::to_string(procs) + " processes)",
-                     procs, static_cast<double>((client1 - client0).count()) / 1000.0 / s.many_cycles,
+                     procs,
+                     static_cast<double>((client1 - client0).count()) / 1000.0 / s.many_cycles,
                      "ms", "the lease_set processes, all threads"));
-    out.add(make_row("many", "acquire all " + std::to_string(leases) + " (processes at once)", procs,
-                     acquire_ms, "ms", "one acquire_many round trip per process"));
+    out.add(make_row("many", "acquire all " + std::to_string(leases) + " (processes at once)",
+                     procs, acquire_ms, "ms", "one acquire_many round trip per process"));
     out.add(make_row("many", "stop: release all (slowest process)", procs, stop_ms, "ms",
                      std::to_string(still_valid) + " left valid after stop"));
 
     if (!s.etcd_url.empty()) {
         const double etcd_headroom = run_etcd_many(s, out);
-        row c = make_row("vs_etcd", "headroom at ttl/3: pg_lease lease_set vs etcd keepalives",
-                         procs, headroom, "x",
-                         "ours: durable commits; etcd: keepalives not persisted");
+        row c =
+            make_row("vs_etcd", "headroom at ttl/3: pg_lease lease_set vs etcd keepalives", procs,
+                     headroom, "x", "ours: durable commits; etcd: keepalives not persisted");
         c.baseline = etcd_headroom;
         c.baseline_name = "etcd keepalive headroom";
         c.paired = false;

@@ -101,8 +101,8 @@ void cleanup_pg(const settings& s) {
         for (const char* what : {"bare", "fence"})
             admin.exec("DROP SCHEMA IF EXISTS " + bench_schema(s, what) + " CASCADE");
         for (const std::string& like :
-             {"b" + s.tag + "-%", "e" + s.tag + "-%", "s" + s.tag + "-%", "f" + s.tag + "-%", "m" + s.tag + "-%",
-              "h" + s.tag + "-%", "bench-fence-" + s.tag}) {
+             {"b" + s.tag + "-%", "e" + s.tag + "-%", "s" + s.tag + "-%", "f" + s.tag + "-%",
+              "m" + s.tag + "-%", "h" + s.tag + "-%", "bench-fence-" + s.tag}) {
             admin.query("DELETE FROM " + ext + "leases WHERE name LIKE $1", {like});
             admin.query("DELETE FROM " + ext + "lease_events WHERE name LIKE $1", {like});
         }

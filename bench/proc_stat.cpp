@@ -54,7 +54,7 @@ std::optional<std::chrono::microseconds> process_cpu(pid_t pid) {
         return std::nullopt;
     // utime and stime: fields 14 and 15, in clock ticks.
     const double ticks = std::stod((*f)[11]) + std::stod((*f)[12]);
-    const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+    const auto hz = static_cast<double>(sysconf(_SC_CLK_TCK));
     return std::chrono::microseconds{static_cast<long long>(ticks / hz * 1e6)};
 }
 

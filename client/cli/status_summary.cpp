@@ -11,10 +11,10 @@
 
 namespace pglease::cli {
 std::string format_summary_table(const status_summary& s) {
-    std::string out = aligned<5>({{"LEASES", "HELD", "EXPIRED", "FREE", "HOLDERS"},
-                                  {std::to_string(s.leases), std::to_string(s.held),
-                                   std::to_string(s.expired), std::to_string(s.free),
-                                   std::to_string(s.holders.size())}});
+    std::string out =
+        aligned<5>({{"LEASES", "HELD", "EXPIRED", "FREE", "HOLDERS"},
+                    {std::to_string(s.leases), std::to_string(s.held), std::to_string(s.expired),
+                     std::to_string(s.free), std::to_string(s.holders.size())}});
     if (s.holders.empty())
         return out;
     std::vector<std::array<std::string, 4>> rows{{"HOLDER", "HELD", "EXPIRED", "MIN_REMAINING"}};

@@ -25,7 +25,7 @@ struct status_summary {
     std::int64_t leases = 0;
     std::int64_t held = 0;
     std::int64_t expired = 0;
-    std::int64_t free = 0;           ///< released, revoked, or never granted again
+    std::int64_t free = 0;               ///< released, revoked, or never granted again
     std::vector<holder_summary> holders; ///< by holder name
 };
 

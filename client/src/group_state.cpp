@@ -10,11 +10,7 @@
 
 namespace pglease {
 
-namespace {
-/// After a known expiry, wait this much more, so the server's clock has
-/// passed it too.
-constexpr std::chrono::milliseconds expiry_slack{1};
-} // namespace
+using detail::expiry_slack;
 
 group_state::group_state(backend& db, const group_config& config, const clock& clk,
                          std::uint64_t seed)

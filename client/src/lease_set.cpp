@@ -74,18 +74,11 @@ std::string lease_set::not_held(const std::string& name) const {
 }
 
 fence_token lease_set::token(const std::string& name) const {
-    const auto g = m_state.grant(name);
-    if (!g)
-        throw lease_lost{not_held(name)};
-    return g->token();
+    return detail::grant_token(m_state.grant(name), [&] { return not_held(name); });
 }
 
 void lease_set::report_lost(const std::string& name, std::int64_t epoch) noexcept {
-    const auto g = m_state.grant(name);
-    if (!g || g->epoch() != epoch)
-        return;
-    g->mark_lost();
-    m_db->interrupt();
+    detail::report_grant_lost(m_state.grant(name), epoch, *m_db);
 }
 
 void lease_set::apply_changes() {

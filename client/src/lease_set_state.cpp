@@ -10,11 +10,7 @@
 
 namespace pglease {
 
-namespace {
-/// After a known expiry, wait this much more, so the server's clock has
-/// passed it too.
-constexpr std::chrono::milliseconds expiry_slack{1};
-} // namespace
+using detail::expiry_slack;
 
 lease_set_state::lease_set_state(backend& db, const lease_set_config& config, const clock& clk,
                                  std::uint64_t seed)
@@ -89,7 +85,8 @@ void lease_set_state::end_term(std::vector<lease_set_event>& events, const std::
         const std::lock_guard lock{m_mutex};
         t.ended = true;
     }
-    t.release = why == lease_loss::removed || (why == lease_loss::stopped && m_config.release_on_stop);
+    t.release =
+        why == lease_loss::removed || (why == lease_loss::stopped && m_config.release_on_stop);
     lease_set_event e;
     e.what = lease_set_event::kind::lost;
     e.name = name;
@@ -220,7 +217,8 @@ void lease_set_state::acquire_wanted(std::vector<lease_set_event>& events) {
         if (!reply.acquired) {
             // Held elsewhere: try again at its expiry if that comes first.
             if (reply.remaining)
-                m_next_acquire = std::min(m_next_acquire, arrived + *reply.remaining + expiry_slack);
+                m_next_acquire =
+                    std::min(m_next_acquire, arrived + *reply.remaining + expiry_slack);
             continue;
         }
         auto l = std::make_shared<lease>(m_db, names[i], m_options, m_clock);
@@ -274,8 +272,8 @@ void lease_set_state::schedule() {
             continue;
         any_held = true;
         if (!t.ended)
-            next = std::min({next, t.grant->deadline(),
-                             t.grant->renewed_at() + m_config.renew_deadline});
+            next = std::min(
+                {next, t.grant->deadline(), t.grant->renewed_at() + m_config.renew_deadline});
     }
     if (any_held)
         next = std::min(next, m_next_renew);

@@ -15,6 +15,10 @@
 
 namespace pglease::detail {
 
+/// After an expiry the server reported, wait this much more, so that the
+/// server's clock has passed it too.
+inline constexpr std::chrono::milliseconds expiry_slack{1};
+
 /// Lowers @p bound so that a call returns before @p l's local deadline and
 /// before its renew deadline (send time of its last successful renewal +
 /// @p renew_deadline), when @p l is held. No call may outlast them.
@@ -22,12 +26,12 @@ void bound_by(clock::time_point& bound, const lease& l,
               std::chrono::milliseconds renew_deadline) noexcept;
 
 /// A pause drawn from [retry_period, retry_period x jitter_factor].
-[[nodiscard]] clock::duration jittered(std::chrono::milliseconds retry_period,
-                                       double jitter_factor, std::mt19937_64& rng);
+[[nodiscard]] clock::duration jittered(std::chrono::milliseconds retry_period, double jitter_factor,
+                                       std::mt19937_64& rng);
 
 /// The outcome of renew_round().
 struct renew_round_result {
-    bool answered = false; ///< the round trip succeeded (each lease's answer applied)
+    bool answered = false;    ///< the round trip succeeded (each lease's answer applied)
     clock::time_point sent{}; ///< the clock when it was sent
     clock::duration took{};   ///< send to reply (answered only)
 };

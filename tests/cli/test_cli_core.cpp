@@ -303,7 +303,8 @@ TEST(StatusSummary, TableAndJson) {
     s.held = 3;
     s.expired = 1;
     s.free = 1;
-    s.holders = {{"alpha", 2, 0, milliseconds{1500}}, {"b", 1, 1, milliseconds{900}},
+    s.holders = {{"alpha", 2, 0, milliseconds{1500}},
+                 {"b", 1, 1, milliseconds{900}},
                  {"gone", 0, 0, std::nullopt}};
     const auto table = format_summary_table(s);
     EXPECT_EQ(table, "LEASES  HELD  EXPIRED  FREE  HOLDERS\n"

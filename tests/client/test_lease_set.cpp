@@ -66,7 +66,7 @@ TEST(lease_set, a_slow_callback_delays_no_renewal_and_callbacks_keep_their_order
     std::promise<void> gate;
     const std::shared_future<void> open = gate.get_future().share();
     auto cfg = config(10);
-    cfg.callbacks.on_acquired = [&](const std::string& name, std::int64_t, stop_token) {
+    cfg.callbacks.on_acquired = [&](const std::string& name, std::int64_t, const stop_token&) {
         seen.add("+" + name);
         if (name == "job/0")
             open.wait(); // the slow callback
@@ -115,7 +115,7 @@ TEST(lease_set, remove_from_another_thread_signals_the_token_then_releases) {
     stop_token job3;
     std::mutex token_mutex;
     auto cfg = config(4);
-    cfg.callbacks.on_acquired = [&](const std::string& name, std::int64_t, stop_token stop) {
+    cfg.callbacks.on_acquired = [&](const std::string& name, std::int64_t, const stop_token& stop) {
         if (name == "job/3") {
             const std::lock_guard lock{token_mutex};
             job3 = stop;

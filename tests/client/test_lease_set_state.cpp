@@ -60,8 +60,7 @@ struct hand_set {
     }
 };
 
-std::set<std::string> of_kind(const std::vector<lease_set_event>& events,
-                              lease_set_event::kind k) {
+std::set<std::string> of_kind(const std::vector<lease_set_event>& events, lease_set_event::kind k) {
     std::set<std::string> out;
     for (const auto& e : events)
         if (e.what == k)
@@ -394,7 +393,7 @@ TEST(lease_set_config, is_validated_with_the_elector_timing_rules) {
     c.identity = "";
     EXPECT_THROW(c.validate(), config_error);
     c = config("a", 2);
-    c.names.push_back("");
+    c.names.emplace_back();
     EXPECT_THROW(c.validate(), config_error);
     c = config("a", 2);
     c.renew_deadline = 14500ms; // ttl - margin (14 s) must exceed it

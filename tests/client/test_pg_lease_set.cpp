@@ -165,6 +165,7 @@ TEST_F(pg_lease_set, cut_off_from_the_server_it_steps_down_before_expiry_then_ac
     set.start();
     ASSERT_TRUE(eventually([&] { return set.held_count() == 100U; }, 20s));
     std::vector<std::int64_t> before;
+    before.reserve(names.size());
     for (const auto& n : names)
         before.push_back(set.epoch(n));
 

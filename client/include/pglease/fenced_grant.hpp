@@ -30,4 +30,24 @@ auto run_fenced_grant(const std::shared_ptr<lease>& grant, Message&& not_held, b
     }
 }
 
+/// The token of @p grant; lease_lost (with @p not_held()'s text) when there
+/// is no grant or it is not held.
+template <typename Message>
+fence_token grant_token(const std::shared_ptr<lease>& grant, Message&& not_held) {
+    if (!grant)
+        throw lease_lost{not_held()};
+    return grant->token();
+}
+
+/// The application saw grant @p epoch of @p grant gone: mark it lost and
+/// wake @p owner_db's waiter, so the owner ends the term now. No effect for
+/// another epoch.
+inline void report_grant_lost(const std::shared_ptr<lease>& grant, std::int64_t epoch,
+                              backend& owner_db) noexcept {
+    if (!grant || grant->epoch() != epoch)
+        return;
+    grant->mark_lost();
+    owner_db.interrupt();
+}
+
 } // namespace pglease::detail

@@ -131,8 +131,7 @@ public:
     template <typename F>
     auto run_fenced(const std::string& name, pqxx::connection_base& conn, F&& fn) {
         return detail::run_fenced_grant(
-            m_state.grant(name), [&] { return not_held(name); }, *m_db, conn,
-            std::forward<F>(fn));
+            m_state.grant(name), [&] { return not_held(name); }, *m_db, conn, std::forward<F>(fn));
     }
 
     /// Tells the set that the grant of @p name with @p epoch is gone (e.g.

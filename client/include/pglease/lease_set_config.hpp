@@ -22,7 +22,7 @@ struct timing_rules;
 
 /// Why a lease_set stopped holding a lease (on_lost's argument).
 enum class lease_loss {
-    lost,           ///< renew refused (NULL), fence rejection, report_lost(), or the local deadline passed
+    lost, ///< renew refused (NULL), fence rejection, report_lost(), or the local deadline passed
     renew_deadline, ///< no successful renew within renew_deadline (e.g. the connection is gone)
     removed,        ///< remove() (released after on_lost returned)
     stopped,        ///< stop() (released after on_lost returned, with release_on_stop)

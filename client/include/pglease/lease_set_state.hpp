@@ -31,7 +31,7 @@ struct lease_set_event {
     kind what = kind::acquired;
     std::string name;
     std::int64_t epoch = 0;
-    stop_token stop;                 ///< acquired only
+    stop_token stop;                   ///< acquired only
     lease_loss why = lease_loss::lost; ///< lost only
 };
 
@@ -154,7 +154,8 @@ private:
     lease_options m_options;
     std::mt19937_64 m_rng;
 
-    mutable std::mutex m_mutex; ///< guards m_terms' shape and each term's `ended` (written here only)
+    mutable std::mutex
+        m_mutex; ///< guards m_terms' shape and each term's `ended` (written here only)
     std::map<std::string, term> m_terms;
     std::set<std::string> m_wanted;
 

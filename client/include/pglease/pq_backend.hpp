@@ -73,8 +73,7 @@ public:
                                             clock::time_point deadline) override;
     /// One statement over unnest(names, epochs) with lease_release; bounded
     /// by acquire_timeout and @p deadline.
-    std::vector<bool> release_many(const std::vector<std::string>& names,
-                                   const std::string& holder,
+    std::vector<bool> release_many(const std::vector<std::string>& names, const std::string& holder,
                                    const std::vector<std::int64_t>& epochs,
                                    clock::time_point deadline) override;
     std::vector<lease_record> list(const std::string& prefix) override;
