@@ -7,7 +7,7 @@
 # bench/notify_cost.sh on a server of its own: the acquire+release cycle and
 # handovers with NOTIFY at commit, then from the notifier worker (preloaded).
 #
-#   scripts/bench.sh                          # full run, 10-15 minutes on 2 cores
+#   scripts/bench.sh                          # full run, 12-17 minutes on 2 cores
 #   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
 #   BENCH_JSON=out.json scripts/bench.sh      # default: $build/bench-results.json
 set -euo pipefail
