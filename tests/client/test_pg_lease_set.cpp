@@ -103,8 +103,9 @@ TEST_F(pg_lease_set, two_sets_over_the_same_names_never_both_hold_one) {
     std::vector<std::string> both;
     std::thread checker{[&] {
         while (!done.load()) {
+            // a held before and after b's answer: a held at that moment.
             for (const auto& n : names)
-                if (a.held(n) && b.held(n)) {
+                if (a.held(n) && b.held(n) && a.held(n)) {
                     const std::lock_guard lock{m};
                     both.push_back(n);
                 }
