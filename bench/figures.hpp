@@ -16,5 +16,8 @@ void run_failover(const settings& s, report& out);   ///< kill -9 of the leader
 void run_handover(const settings& s, report& out);   ///< graceful release
 void cleanup_pg(const settings& s);                  ///< drops what the PG sections made
 int leader_child(int argc, char** argv);             ///< --leader-child: an elector until killed
+void run_many_leases(const settings& s, report& out); ///< 100,000 leases, 100 lease_set processes
+double run_etcd_many(const settings& s, report& out); ///< as many etcd leases; returns its headroom
+int lease_set_child(int argc, char** argv);          ///< --lease-set-child: one process of run_many_leases
 
 } // namespace bench

@@ -34,6 +34,10 @@ struct settings {
     std::vector<int> growth_leases{1, 1000, 100000, 1000000};
     std::vector<int> growth_events{0, 1000000, 10000000};
     std::vector<int> growth_fenced{1, 10, 100};
+    int many_leases = 100000;       ///< section "many": leases held by lease_set processes
+    int many_procs = 100;           ///< ... by this many processes (and as many etcd clients)
+    int many_cycles = 3;            ///< renewal cycles (keepalive rounds) measured
+    int many_ttl_ms = 30000;
     std::string only;               ///< comma-separated sections; empty: all
     std::string json_path;
     std::string tag;                ///< makes names unique in a shared server

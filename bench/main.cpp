@@ -8,7 +8,9 @@
 ///                 [--scale 10,1000,100000] [--scale-sessions 100]
 ///                 [--growth-leases 1,1000,100000,1000000]
 ///                 [--growth-events 0,1000000,10000000] [--growth-fenced 1,10,100]
-///                 [--only lease,fence,scale,growth,etcd,redis,failover,handover]
+///                 [--many-leases 100000] [--many-procs 100] [--many-cycles 3]
+///                 [--many-ttl-ms 30000]
+///                 [--only lease,fence,scale,growth,many,etcd,redis,failover,handover]
 ///                 [--json FILE] [--smoke]
 ///
 /// Without --pg the PG* environment names the server (with the pg_lease
@@ -74,6 +76,14 @@ bench::settings parse(int argc, char** argv) {
             s.growth_events = int_list(value());
         else if (a == "--growth-fenced")
             s.growth_fenced = int_list(value());
+        else if (a == "--many-leases")
+            s.many_leases = std::stoi(value());
+        else if (a == "--many-procs")
+            s.many_procs = std::stoi(value());
+        else if (a == "--many-cycles")
+            s.many_cycles = std::stoi(value());
+        else if (a == "--many-ttl-ms")
+            s.many_ttl_ms = std::stoi(value());
         else if (a == "--only")
             s.only = value();
         else if (a == "--json")
@@ -90,9 +100,16 @@ bench::settings parse(int argc, char** argv) {
             s.growth_leases = {1, 300};
             s.growth_events = {0, 3000};
             s.growth_fenced = {1, 3};
+            s.many_leases = 2000;
+            s.many_procs = 4;
+            s.many_cycles = 2;
+            s.many_ttl_ms = 3000;
         } else
             throw std::invalid_argument("unknown argument " + a);
     }
+    if (s.many_procs < 1 || s.many_leases < s.many_procs || s.many_cycles < 1 ||
+        s.many_ttl_ms < 1000)
+        throw std::invalid_argument("many: need procs >= 1, leases >= procs, cycles >= 1, ttl >= 1000 ms");
     if (s.rounds < 1 || s.seconds <= 0 || s.seconds > 60 || s.failover_runs < 1 || s.handover_runs < 1)
         throw std::invalid_argument("rounds, seconds (<= 60) and run counts must be positive");
     s.tag = std::to_string(getpid());
@@ -104,6 +121,8 @@ bench::settings parse(int argc, char** argv) {
 int main(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "--leader-child") == 0)
         return bench::leader_child(argc, argv);
+    if (argc >= 2 && std::strcmp(argv[1], "--lease-set-child") == 0)
+        return bench::lease_set_child(argc, argv);
     bench::settings s;
     try {
         s = parse(argc, argv);
@@ -133,6 +152,8 @@ int main(int argc, char** argv) {
             bench::cleanup_pg(s);
             bench::run_growth(s, out);
         }
+        if (s.wants("many"))
+            bench::run_many_leases(s, out);
     } catch (const std::exception& e) {
         std::cerr << "pglease_bench: " << e.what() << "\n";
         status = 1;

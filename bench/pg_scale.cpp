@@ -103,7 +103,7 @@ void cleanup_pg(const settings& s) {
             admin.exec("DROP SCHEMA IF EXISTS " + bench_schema(s, what) + " CASCADE");
         for (const std::string& like :
              {"b" + s.tag + "-%", "e" + s.tag + "-%", "s" + s.tag + "-%", "f" + s.tag + "-%",
-              "h" + s.tag + "-%", "bench-fence-" + s.tag}) {
+              "m" + s.tag + "-%", "h" + s.tag + "-%", "bench-fence-" + s.tag}) {
             admin.query("DELETE FROM " + ext + "leases WHERE name LIKE $1", {like});
             admin.query("DELETE FROM " + ext + "lease_events WHERE name LIKE $1", {like});
         }

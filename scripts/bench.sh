@@ -8,7 +8,7 @@
 # handovers with NOTIFY at commit, then from the notifier worker (preloaded);
 # and bench/pgbench_ratios.sh: renew and the fenced INSERT measured by pgbench.
 #
-#   scripts/bench.sh                          # full run, 17-23 minutes on 2 cores (growth: 6-8)
+#   scripts/bench.sh                          # full run, 20-28 minutes on 2 cores (growth: 6-8, many: 2)
 #   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
 #   BENCH_JSON=out.json scripts/bench.sh      # default: $build/bench-results.json
 set -euo pipefail

@@ -113,6 +113,11 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     status->add_flag("--json", pc.view.json, "JSON: an array, or one object when NAME is given");
     status->add_option("--group", pc.view.group,
                        "Show the members and shard assignment of this lease group instead");
+    status->add_option("--prefix", pc.view.prefix,
+                       "Only the leases whose names start with this (not with NAME)");
+    status->add_flag("--summary", pc.view.summary,
+                     "Counts by state and by holder instead of one line per lease "
+                     "(fast over 100,000 leases)");
     auto* watch = app.add_subcommand(
         "watch", "Print one line per lease event as it happens (LISTEN pg_lease)");
     add_lease_name(watch, watch_name, watch_opt);
@@ -236,6 +241,10 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
             pc.view.json = watch_json;
         if (is_status && !pc.view.group.empty() && !pc.view.lease.empty())
             return usage("status: give either a lease NAME or --group, not both");
+        if (is_status && !pc.view.group.empty() && (pc.view.summary || !pc.view.prefix.empty()))
+            return usage("status: --group shows one group; --prefix and --summary do not apply");
+        if (is_status && !pc.view.lease.empty() && (pc.view.summary || !pc.view.prefix.empty()))
+            return usage("status: give a lease NAME or --prefix/--summary, not both");
     } else if (fence->parsed()) {
         pc.what = parsed_command::kind::fence;
     } else if (unfence->parsed()) {

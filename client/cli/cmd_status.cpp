@@ -1,5 +1,5 @@
 /// @file cmd_status.cpp
-/// @brief `pglease status [NAME] [--json]`: the lease_status view.
+/// @brief `pglease status [NAME | --prefix P] [--json]`: the lease_status view.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "status_format.hpp"
@@ -7,10 +7,12 @@
 #include <pqxx/pqxx>
 
 #include <iostream>
+#include <optional>
 
 namespace pglease::cli {
 
-int cmd_status(const global_options& g, const std::string& name, bool json) {
+int cmd_status(const global_options& g, const std::string& name, const std::string& prefix,
+               bool json) {
     try {
         pqxx::connection conn{plain_conninfo(g)};
         pqxx::nontransaction tx{conn};
@@ -23,9 +25,13 @@ int cmd_status(const global_options& g, const std::string& name, bool json) {
             "coalesce(to_char(renewed_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), "
             "coalesce(to_char(expires_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), '') "
             "FROM " +
-            qualified(g, "lease_status") + " WHERE $1::text IS NULL OR name = $1 ORDER BY name";
-        const pqxx::result r =
-            name.empty() ? tx.exec_params(sql, nullptr) : tx.exec_params(sql, name);
+            qualified(g, "lease_status") +
+            " WHERE ($1::text IS NULL OR name = $1) AND ($2::text IS NULL OR starts_with(name, $2))"
+            " ORDER BY name";
+        const auto or_null = [](const std::string& v) {
+            return v.empty() ? std::optional<std::string>{} : std::optional<std::string>{v};
+        };
+        const pqxx::result r = tx.exec_params(sql, or_null(name), or_null(prefix));
         std::vector<status_row> rows;
         for (const auto& row : r) {
             status_row s;

@@ -16,8 +16,12 @@ namespace pglease::cli {
 /// `pglease run` (cmd_run.cpp).
 int cmd_run(const global_options& g, const run_args& a);
 
-/// `pglease status [NAME] [--json]` (cmd_status.cpp).
-int cmd_status(const global_options& g, const std::string& name, bool json);
+/// `pglease status [NAME | --prefix P] [--json]` (cmd_status.cpp).
+int cmd_status(const global_options& g, const std::string& name, const std::string& prefix,
+               bool json);
+
+/// `pglease status --summary [--prefix P] [--json]` (cmd_status_summary.cpp).
+int cmd_status_summary(const global_options& g, const std::string& prefix, bool json);
 
 /// `pglease status --group GROUP [--json]` (cmd_group_status.cpp).
 int cmd_group_status(const global_options& g, const std::string& group, bool json);

@@ -3,6 +3,7 @@
 #include "group_format.hpp"
 
 #include "duration.hpp"
+#include "table_format.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -23,25 +24,6 @@ const char* shard_state(const group_shard_row& s) noexcept {
     if (s.valid)
         return "held";
     return s.holder ? "expired" : "free";
-}
-
-template <std::size_t N>
-std::string aligned(const std::vector<std::array<std::string, N>>& cells) {
-    std::array<std::size_t, N> width{};
-    for (const auto& c : cells)
-        for (std::size_t i = 0; i < N; ++i)
-            width[i] = std::max(width[i], c[i].size());
-    std::string out;
-    for (const auto& c : cells) {
-        std::string text;
-        for (std::size_t i = 0; i < N; ++i) {
-            text += c[i];
-            if (i + 1 < N)
-                text.append(width[i] - c[i].size() + 2, ' ');
-        }
-        out += text + '\n';
-    }
-    return out;
 }
 
 std::size_t held_count(const std::vector<group_shard_row>& shards) {

@@ -25,7 +25,9 @@ int main(int argc, char** argv) {
         case kind::status:
             if (!c.view.group.empty())
                 return cmd_group_status(g, c.view.group, c.view.json);
-            return cmd_status(g, c.view.lease, c.view.json);
+            if (c.view.summary)
+                return cmd_status_summary(g, c.view.prefix, c.view.json);
+            return cmd_status(g, c.view.lease, c.view.prefix, c.view.json);
         case kind::watch:
             return cmd_watch(g, c.view.lease, c.view.json, c.view.count);
         case kind::acquire:

@@ -53,8 +53,10 @@ struct primitive_args {
 
 /// `pglease status|watch`.
 struct view_args {
-    std::string lease; ///< empty: all leases
-    std::string group; ///< status --group: the assignment of this lease group
+    std::string lease;    ///< empty: all leases
+    std::string group;    ///< status --group: the assignment of this lease group
+    std::string prefix;   ///< status --prefix: only leases whose names start with it
+    bool summary = false; ///< status --summary: counts by state and holder, no list
     bool json = false;
     long count = 0; ///< watch: stop after this many events (0: never)
 };

@@ -3,6 +3,7 @@
 #include "status_format.hpp"
 
 #include "duration.hpp"
+#include "table_format.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -54,21 +55,7 @@ std::string format_status_table(const std::vector<status_row>& rows) {
         cells.push_back({r.name, r.holder.value_or("-"), std::to_string(r.epoch), status_state(r),
                          r.valid ? format_duration(r.remaining) : "-", format_duration(r.ttl),
                          std::to_string(r.transitions), r.expires_at.empty() ? "-" : r.expires_at});
-    std::array<std::size_t, 8> width{};
-    for (const auto& c : cells)
-        for (std::size_t i = 0; i < c.size(); ++i)
-            width[i] = std::max(width[i], c[i].size());
-    std::string out;
-    for (const auto& c : cells) {
-        std::string text;
-        for (std::size_t i = 0; i < c.size(); ++i) {
-            text += c[i];
-            if (i + 1 < c.size())
-                text.append(width[i] - c[i].size() + 2, ' ');
-        }
-        out += text + '\n';
-    }
-    return out;
+    return aligned<8>(cells);
 }
 
 std::string status_json(const status_row& row) {

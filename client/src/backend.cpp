@@ -20,6 +20,30 @@ backend::renew_many(const std::vector<std::string>& names, const std::string& ho
     return out;
 }
 
+std::vector<acquire_reply> backend::acquire_many(const std::vector<std::string>& names,
+                                                 const std::string& holder,
+                                                 std::chrono::milliseconds ttl,
+                                                 clock::time_point deadline) {
+    std::vector<acquire_reply> out;
+    out.reserve(names.size());
+    for (const std::string& name : names)
+        out.push_back(acquire(name, holder, ttl, deadline));
+    return out;
+}
+
+std::vector<bool> backend::release_many(const std::vector<std::string>& names,
+                                        const std::string& holder,
+                                        const std::vector<std::int64_t>& epochs,
+                                        clock::time_point /*deadline*/) {
+    if (names.size() != epochs.size())
+        throw invalid_argument{"release_many: names and epochs must have the same length"};
+    std::vector<bool> out;
+    out.reserve(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out.push_back(release(names[i], holder, epochs[i]));
+    return out;
+}
+
 std::vector<lease_record> backend::list(const std::string& /*prefix*/) {
     throw error{"this backend cannot list leases"};
 }

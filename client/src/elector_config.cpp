@@ -41,12 +41,7 @@ void elector_config::validate() const {
 }
 
 lease_options elector_config::to_lease_options() const {
-    lease_options o;
-    o.identity = identity;
-    o.ttl = ttl;
-    o.safety_margin = effective_safety_margin();
-    o.retry_period = retry_period;
-    return o;
+    return timing().lease_settings(identity);
 }
 
 } // namespace pglease

@@ -72,12 +72,7 @@ void group_config::validate() const {
 }
 
 lease_options group_config::to_lease_options() const {
-    lease_options o;
-    o.identity = identity;
-    o.ttl = ttl;
-    o.safety_margin = effective_safety_margin();
-    o.retry_period = retry_period;
-    return o;
+    return timing().lease_settings(identity);
 }
 
 std::vector<std::string> numbered_shards(const std::string& prefix, std::size_t count) {

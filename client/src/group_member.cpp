@@ -46,20 +46,17 @@ void group_member::stop() noexcept {
     loop.join();
 }
 
+std::string group_member::not_held(const std::string& shard) const {
+    return "shard \"" + shard + "\" of group \"" + m_config.group + "\" is not held by " +
+           m_config.identity;
+}
+
 fence_token group_member::token(const std::string& shard) const {
-    const auto g = m_state.grant(shard);
-    if (!g)
-        throw lease_lost{"shard \"" + shard + "\" of group \"" + m_config.group +
-                         "\" is not held by " + m_config.identity};
-    return g->token();
+    return detail::grant_token(m_state.grant(shard), [&] { return not_held(shard); });
 }
 
 void group_member::report_lost(const std::string& shard, std::int64_t epoch) noexcept {
-    const auto g = m_state.grant(shard);
-    if (!g || g->epoch() != epoch)
-        return;
-    g->mark_lost();
-    m_db->interrupt();
+    detail::report_grant_lost(m_state.grant(shard), epoch, *m_db);
 }
 
 void group_member::start_work(const std::string& shard, std::int64_t epoch) {

@@ -4,16 +4,13 @@
 
 #include "pglease/error.hpp"
 #include "pglease/group_names.hpp"
+#include "renew_round.hpp"
 
 #include <algorithm>
 
 namespace pglease {
 
-namespace {
-/// After a known expiry, wait this much more, so the server's clock has
-/// passed it too.
-constexpr std::chrono::milliseconds expiry_slack{1};
-} // namespace
+using detail::expiry_slack;
 
 group_state::group_state(backend& db, const group_config& config, const clock& clk,
                          std::uint64_t seed)
@@ -30,10 +27,7 @@ group_state::group_state(backend& db, const group_config& config, const clock& c
     , m_acquire_retry{clk.now()} {}
 
 clock::duration group_state::jittered_retry() {
-    std::uniform_real_distribution<double> factor{1.0, m_config.jitter_factor};
-    const double ns = std::chrono::duration<double, std::nano>(m_config.retry_period).count();
-    return std::chrono::duration_cast<clock::duration>(
-        std::chrono::duration<double, std::nano>{ns * factor(m_rng)});
+    return detail::jittered(m_config.retry_period, m_config.jitter_factor, m_rng);
 }
 
 bool group_state::holds(const std::string& shard) const {
@@ -85,13 +79,9 @@ void group_state::stop_shard(std::vector<group_event>& events, const std::string
 clock::time_point group_state::call_bound() const {
     // No call may outlast the renew deadline of anything held.
     auto bound = clock::time_point::max();
-    const auto consider = [&](const lease& l) {
-        if (l.held())
-            bound = std::min({bound, l.deadline(), l.renewed_at() + m_config.renew_deadline});
-    };
-    consider(m_member);
+    detail::bound_by(bound, m_member, m_config.renew_deadline);
     for (const auto& entry : m_slots)
-        consider(*entry.second.grant);
+        detail::bound_by(bound, *entry.second.grant, m_config.renew_deadline);
     return bound;
 }
 
@@ -107,24 +97,13 @@ void group_state::renew_all(std::vector<group_event>& events) {
         m_next_renew = clock::time_point::max();
         return;
     }
-    std::vector<std::string> names;
-    std::vector<std::int64_t> epochs;
-    std::vector<clock::time_point> before;
-    for (const lease* l : batch) {
-        names.push_back(l->name());
-        epochs.push_back(l->epoch());
-        before.push_back(l->deadline());
-    }
     const auto bound = call_bound();
-    // The time before sending, as lease::renew: the server starts the ttl later.
-    const auto sent = m_clock.now();
-    try {
-        const auto answers = m_db.renew_many(names, m_config.identity, epochs, m_config.ttl, bound);
+    const auto round =
+        detail::renew_round(m_db, m_clock, m_config.identity, m_config.ttl, batch, bound);
+    if (round.answered) {
         ++m_rounds;
-        for (std::size_t i = 0; i < batch.size(); ++i)
-            (void)batch[i]->apply_renewal(sent, before[i], epochs[i], answers[i].has_value());
-        m_next_renew = sent + m_config.renew_interval();
-    } catch (const error&) {
+        m_next_renew = round.sent + m_config.renew_interval();
+    } else {
         // Outcome unknown: deadlines stay; retry, but wake at the renew deadline.
         m_next_renew = std::min(m_clock.now() + m_config.retry_period, bound);
     }

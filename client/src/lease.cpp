@@ -27,13 +27,16 @@ lease::rep lease::deadline_after(clock::time_point sent) const noexcept {
 }
 
 bool lease::acquire(clock::time_point deadline) {
-    // 1. Take the time before sending: the server starts the ttl later than
-    //    this, so sent + ttl can only be earlier than its expiry.
+    // Take the time before sending: the server starts the ttl later than
+    // this, so sent + ttl can only be earlier than its expiry.
     const auto sent = m_clock.now();
     const acquire_reply reply = m_db.acquire(m_name, m_options.identity, m_options.ttl, deadline);
-    const auto arrived = m_clock.now();
+    return apply_acquire(sent, m_clock.now(), reply);
+}
 
-    // 2. Remember whom the server named and until when (for followers).
+bool lease::apply_acquire(clock::time_point sent, clock::time_point arrived,
+                          const acquire_reply& reply) {
+    // 1. Remember whom the server named and until when (for followers).
     {
         const std::lock_guard lock{m_mutex};
         m_holder = reply.holder;
@@ -43,13 +46,13 @@ bool lease::acquire(clock::time_point deadline) {
             m_expiry_hint.reset();
     }
 
-    // 3. Not ours: whatever we believed before is over.
+    // 2. Not ours: whatever we believed before is over.
     if (!reply.acquired) {
         m_deadline.store(lost);
         return false;
     }
 
-    // 4. Ours: a new epoch, or the same one extended.
+    // 3. Ours: a new epoch, or the same one extended.
     m_epoch.store(reply.epoch);
     m_renewed_at.store(sent.time_since_epoch().count());
     m_deadline.store(deadline_after(sent));

@@ -6,6 +6,7 @@
 #include "conninfo.hpp"
 #include "event_payload.hpp"
 #include "pglease/error.hpp"
+#include "pq_arrays.hpp"
 #include "pqxx_sqlstate.hpp"
 #include "wakeup_pipe.hpp"
 
@@ -312,24 +313,8 @@ pq_backend::renew_many(const std::vector<std::string>& names, const std::string&
     if (names.empty())
         return out;
     // Both arrays travel as one parameter each, in array literal syntax.
-    std::string name_array{'{'};
-    std::string epoch_array{'{'};
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        if (i > 0) {
-            name_array += ',';
-            epoch_array += ',';
-        }
-        name_array += '"';
-        for (const char c : names[i]) {
-            if (c == '"' || c == '\\')
-                name_array += '\\';
-            name_array += c;
-        }
-        name_array += '"';
-        epoch_array += std::to_string(epochs[i]);
-    }
-    name_array += '}';
-    epoch_array += '}';
+    const std::string name_array = detail::text_array(names);
+    const std::string epoch_array = detail::bigint_array(epochs);
     const std::string sql =
         "SELECT (extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000000)::bigint FROM " +
         fn("lease_renew_many") + "($1::text[], $2, $3::bigint[], $4::interval) AS r";
@@ -342,6 +327,66 @@ pq_backend::renew_many(const std::vector<std::string>& names, const std::string&
                                     std::to_string(names.size()) + " leases"};
                     for (std::size_t i = 0; i < names.size(); ++i)
                         out[i] = micros(r[static_cast<pqxx::result::size_type>(i)][0]);
+                    return out;
+                });
+}
+
+std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::string>& names,
+                                                    const std::string& holder,
+                                                    std::chrono::milliseconds ttl,
+                                                    clock::time_point deadline) {
+    if (names.empty())
+        return {};
+    // One statement: one round trip and one commit for every grant; rows
+    // are locked in the order of @p names (WITH ORDINALITY keeps it).
+    const std::string sql =
+        "SELECT r.acquired, r.epoch, coalesce(r.holder, ''), "
+        "(extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000000)::bigint "
+        "FROM unnest($1::text[]) WITH ORDINALITY AS t(n, i), LATERAL " +
+        fn("lease_acquire") + "(t.n, $2, $3::interval) AS r ORDER BY t.i";
+    return call("lease_acquire_many", bounded(deadline, m_options.acquire_timeout),
+                [&](pqxx::nontransaction& tx) {
+                    const pqxx::result r =
+                        tx.exec_params(sql, detail::text_array(names), holder, interval_text(ttl));
+                    if (r.size() != names.size())
+                        throw error{"lease_acquire_many: " + std::to_string(r.size()) +
+                                    " rows for " + std::to_string(names.size()) + " leases"};
+                    std::vector<acquire_reply> out;
+                    out.reserve(names.size());
+                    for (const auto& row : r) {
+                        acquire_reply reply;
+                        reply.acquired = row[0].as<bool>();
+                        reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
+                        reply.holder = row[2].as<std::string>();
+                        reply.remaining = micros(row[3]);
+                        out.push_back(std::move(reply));
+                    }
+                    return out;
+                });
+}
+
+std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names,
+                                           const std::string& holder,
+                                           const std::vector<std::int64_t>& epochs,
+                                           clock::time_point deadline) {
+    if (names.size() != epochs.size())
+        throw invalid_argument{"release_many: names and epochs must have the same length"};
+    if (names.empty())
+        return {};
+    const std::string sql = "SELECT " + fn("lease_release") +
+                            "(t.n, $2, t.e) FROM unnest($1::text[], $3::bigint[]) "
+                            "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i";
+    return call("lease_release_many", bounded(deadline, m_options.acquire_timeout),
+                [&](pqxx::nontransaction& tx) {
+                    const pqxx::result r = tx.exec_params(sql, detail::text_array(names), holder,
+                                                          detail::bigint_array(epochs));
+                    if (r.size() != names.size())
+                        throw error{"lease_release_many: " + std::to_string(r.size()) +
+                                    " rows for " + std::to_string(names.size()) + " leases"};
+                    std::vector<bool> out;
+                    out.reserve(names.size());
+                    for (const auto& row : r)
+                        out.push_back(row[0].as<bool>());
                     return out;
                 });
 }

@@ -40,4 +40,13 @@ void timing_rules::validate() const {
         throw config_error{"renew deadline must be greater than retry period times jitter factor"};
 }
 
+lease_options timing_rules::lease_settings(const std::string& identity) const {
+    lease_options o;
+    o.identity = identity;
+    o.ttl = ttl;
+    o.safety_margin = effective_safety_margin();
+    o.retry_period = retry_period;
+    return o;
+}
+
 } // namespace pglease::detail

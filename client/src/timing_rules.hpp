@@ -4,9 +4,12 @@
 /// default safety margin, the renew interval and their validation.
 #pragma once
 
+#include "pglease/lease_options.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <string>
 
 namespace pglease::detail {
 
@@ -26,6 +29,8 @@ struct timing_rules {
     /// jitter_factor >= 1, margin >= 0, ttl - margin > renew_deadline and
     /// renew_deadline > retry_period x jitter_factor.
     void validate() const;
+    /// The settings of each lease taken with these timings by @p identity.
+    [[nodiscard]] lease_options lease_settings(const std::string& identity) const;
 };
 
 /// @p config validated (config_error otherwise), its calls bounded by its

@@ -9,6 +9,7 @@
 #include "options.hpp"
 #include "run_plan.hpp"
 #include "status_format.hpp"
+#include "status_summary.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -222,6 +223,11 @@ TEST(CommandLine, UsageErrorsAreTwo) {
         {"fence", "t"},
         {"unfence"},
         {"status", "--", "true"},
+        {"status", "a", "--prefix", "b"},
+        {"status", "a", "--summary"},
+        {"status", "--group", "g", "--summary"},
+        {"status", "--group", "g", "--prefix", "p"},
+        {"status", "--prefix"},
     };
     for (const auto& args : bad) {
         const auto r = parse(args);
@@ -276,6 +282,48 @@ TEST(StatusFormat, TableAndJson) {
     status_row f;
     f.name = "free";
     EXPECT_STREQ(status_state(f), "free");
+}
+
+TEST(CommandLine, StatusPrefixAndSummary) {
+    const auto p = parse({"status", "--prefix", "tenant/", "--json"});
+    ASSERT_EQ(p.exit_code, -1) << p.err;
+    EXPECT_EQ(p.command.view.prefix, "tenant/");
+    EXPECT_FALSE(p.command.view.summary);
+    EXPECT_TRUE(p.command.view.json);
+    const auto s = parse({"status", "--summary"});
+    ASSERT_EQ(s.exit_code, -1) << s.err;
+    EXPECT_TRUE(s.command.view.summary);
+    EXPECT_TRUE(s.command.view.prefix.empty());
+    EXPECT_TRUE(s.command.view.lease.empty());
+}
+
+TEST(StatusSummary, TableAndJson) {
+    status_summary s;
+    s.leases = 5;
+    s.held = 3;
+    s.expired = 1;
+    s.free = 1;
+    s.holders = {{"alpha", 2, 0, milliseconds{1500}},
+                 {"b", 1, 1, milliseconds{900}},
+                 {"gone", 0, 0, std::nullopt}};
+    const auto table = format_summary_table(s);
+    EXPECT_EQ(table, "LEASES  HELD  EXPIRED  FREE  HOLDERS\n"
+                     "5       3     1        1     3\n"
+                     "\n"
+                     "HOLDER  HELD  EXPIRED  MIN_REMAINING\n"
+                     "alpha   2     0        1.5s\n"
+                     "b       1     1        900ms\n"
+                     "gone    0     0        -\n")
+        << table;
+    const auto j = nlohmann::json::parse(summary_json(s));
+    EXPECT_EQ(j.at("leases"), 5);
+    EXPECT_EQ(j.at("free"), 1);
+    ASSERT_EQ(j.at("holders").size(), 3U);
+    EXPECT_EQ(j.at("holders")[1].at("holder"), "b");
+    EXPECT_EQ(j.at("holders")[1].at("min_remaining_ms"), 900);
+    EXPECT_TRUE(j.at("holders")[2].at("min_remaining_ms").is_null());
+    EXPECT_EQ(format_summary_table({}), "LEASES  HELD  EXPIRED  FREE  HOLDERS\n"
+                                        "0       0     0        0     0\n");
 }
 
 namespace pglease::cli {

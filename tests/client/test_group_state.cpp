@@ -3,6 +3,7 @@
 /// store and manual clock: joins, graceful moves (release before acquire),
 /// one renew round trip per cycle, step-down at the deadlines; and the
 /// threaded group_member's callbacks.
+#include "flaky_backend.hpp"
 #include "pglease/error.hpp"
 #include "pglease/group.hpp"
 #include "pglease/testing.hpp"
@@ -18,51 +19,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::lease_store;
 
-/// A store session whose renewals can be made to fail (outcome unknown).
-class flaky_backend final : public backend {
-public:
-    explicit flaky_backend(std::unique_ptr<backend> inner)
-        : m_inner{std::move(inner)} {}
-
-    std::atomic<bool> fail{false};
-
-    acquire_reply acquire(const std::string& n, const std::string& h, std::chrono::milliseconds t,
-                          clock::time_point d) override {
-        check();
-        return m_inner->acquire(n, h, t, d);
-    }
-    std::optional<std::chrono::microseconds> renew(const std::string& n, const std::string& h,
-                                                   std::int64_t e, std::chrono::milliseconds t,
-                                                   clock::time_point d) override {
-        check();
-        return m_inner->renew(n, h, e, t, d);
-    }
-    bool release(const std::string& n, const std::string& h, std::int64_t e) override {
-        check();
-        return m_inner->release(n, h, e);
-    }
-    bool revoke(const std::string& n) override { return m_inner->revoke(n); }
-    std::optional<lease_record> status(const std::string& n) override { return m_inner->status(n); }
-    std::vector<lease_record> list(const std::string& p) override {
-        check();
-        return m_inner->list(p);
-    }
-    bool listen() override { return m_inner->listen(); }
-    bool wait_for_change(const std::string& n, clock::time_point u) noexcept override {
-        return m_inner->wait_for_change(n, u);
-    }
-    bool wait_for_prefix(const std::string& p, clock::time_point u) noexcept override {
-        return m_inner->wait_for_prefix(p, u);
-    }
-    void interrupt() noexcept override { m_inner->interrupt(); }
-
-private:
-    void check() const {
-        if (fail.load())
-            throw connection_lost{"flaky_backend: connection lost"};
-    }
-    std::unique_ptr<backend> m_inner;
-};
+using test::flaky_backend;
 
 group_config config(const std::string& identity, std::size_t shards = 8) {
     group_config c;

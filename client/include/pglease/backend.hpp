@@ -114,6 +114,27 @@ public:
                const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
                clock::time_point deadline);
 
+    /// lease_acquire(name, holder, ttl) for each of @p names, in one round
+    /// trip (one statement, one commit) where the backend can; one reply per
+    /// name, in order. Callers pass the names sorted, so that statements
+    /// locking many rows lock them in one order (no deadlock between two
+    /// sets). Returns or fails by @p deadline. Default: acquire() per lease.
+    virtual std::vector<acquire_reply> acquire_many(const std::vector<std::string>& names,
+                                                    const std::string& holder,
+                                                    std::chrono::milliseconds ttl,
+                                                    clock::time_point deadline);
+
+    /// lease_release(name, holder, epoch) for each lease, in one round trip
+    /// where the backend can; one entry per name, in order (true: this call
+    /// freed it). Returns or fails by @p deadline (and the backend's bound
+    /// for calls that may wait for a takeover, as acquire_many: a release
+    /// ends the grant's fenced transactions too). Default: release() per
+    /// lease.
+    virtual std::vector<bool> release_many(const std::vector<std::string>& names,
+                                           const std::string& holder,
+                                           const std::vector<std::int64_t>& epochs,
+                                           clock::time_point deadline);
+
     /// Every lease_status row whose name starts with @p prefix (one round
     /// trip), ordered by name. Default: throws error (not supported).
     virtual std::vector<lease_record> list(const std::string& prefix);

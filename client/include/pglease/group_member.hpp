@@ -6,6 +6,7 @@
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
 #include "pglease/error.hpp"
+#include "pglease/fenced_grant.hpp"
 #include "pglease/group_config.hpp"
 #include "pglease/group_state.hpp"
 #include "pglease/stop_token.hpp"
@@ -121,16 +122,9 @@ public:
     /// rethrown.
     template <typename F>
     auto run_fenced(const std::string& shard, pqxx::connection_base& conn, F&& fn) {
-        const auto g = m_state.grant(shard);
-        if (!g)
-            throw lease_lost{"shard \"" + shard + "\" of group \"" + m_config.group +
-                             "\" is not held by " + m_config.identity};
-        try {
-            return g->run_fenced(conn, std::forward<F>(fn));
-        } catch (const lease_lost&) {
-            m_db->interrupt(); // the member's thread ends the shard's term now
-            throw;
-        }
+        return detail::run_fenced_grant(
+            m_state.grant(shard), [&] { return not_held(shard); }, *m_db, conn,
+            std::forward<F>(fn));
     }
 
     /// Tells the member that the grant of @p shard with @p epoch is gone
@@ -148,6 +142,7 @@ private:
         shard_stop_reason reason = shard_stop_reason::moved;
     };
 
+    [[nodiscard]] std::string not_held(const std::string& shard) const;
     void run() noexcept;
     void dispatch(const std::vector<group_event>& events);
     void start_work(const std::string& shard, std::int64_t epoch);

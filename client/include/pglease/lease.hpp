@@ -69,6 +69,14 @@ public:
     /// transactions before it grants an expired lease).
     [[nodiscard]] bool acquire(clock::time_point deadline = clock::time_point::max());
 
+    /// Applies the reply to an acquire of this lease that the caller sent
+    /// itself at @p sent (its clock read before sending) and received at
+    /// @p arrived, in a batch with other leases (lease_set acquires many in
+    /// one round trip). Exactly what acquire() does with its own reply:
+    /// returns whether this identity holds the lease now.
+    bool apply_acquire(clock::time_point sent, clock::time_point arrived,
+                       const acquire_reply& reply);
+
     /// Waits up to @p timeout for the lease. Between tries it sleeps until a
     /// NOTIFY pg_lease event for this lease (release, revoke, grant), the
     /// expiry the server reported, or the timeout: no busy polling. Without

@@ -15,6 +15,8 @@
 #include "pglease/identity.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_options.hpp"
+#include "pglease/lease_set.hpp"
+#include "pglease/lease_set_config.hpp"
 #include "pglease/lease_view.hpp"
 #include "pglease/observer.hpp"
 #include "pglease/observer_options.hpp"

@@ -65,6 +65,17 @@ public:
     renew_many(const std::vector<std::string>& names, const std::string& holder,
                const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
                clock::time_point deadline) override;
+    /// One statement over unnest(names) with lease_acquire: one round trip,
+    /// one commit; bounded by acquire_timeout and @p deadline.
+    std::vector<acquire_reply> acquire_many(const std::vector<std::string>& names,
+                                            const std::string& holder,
+                                            std::chrono::milliseconds ttl,
+                                            clock::time_point deadline) override;
+    /// One statement over unnest(names, epochs) with lease_release; bounded
+    /// by acquire_timeout and @p deadline.
+    std::vector<bool> release_many(const std::vector<std::string>& names, const std::string& holder,
+                                   const std::vector<std::int64_t>& epochs,
+                                   clock::time_point deadline) override;
     std::vector<lease_record> list(const std::string& prefix) override;
     bool wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept override;
 

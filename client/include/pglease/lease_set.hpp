@@ -1,0 +1,179 @@
+/// @file lease_set.hpp
+/// @brief Many leases held by one process, renewed with one round trip per
+/// cycle, in the background.
+#pragma once
+
+#include "pglease/backend.hpp"
+#include "pglease/clock.hpp"
+#include "pglease/fenced_grant.hpp"
+#include "pglease/lease_set_config.hpp"
+#include "pglease/lease_set_state.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace pglease {
+
+namespace detail {
+class callback_queue;
+} // namespace detail
+
+/// Holds a set of leases: the names it wants (config.names, add(),
+/// remove()), each acquired when free or expired, renewed while wanted,
+/// released when removed or at stop(). Construct (which validates), then
+/// start(); the destructor stops.
+///
+/// Each cycle costs at most three round trips on the set's own connection,
+/// however many leases it holds (lease_set_state has the steps): ONE
+/// lease_renew_many for every lease held, at about ttl / 3; ONE
+/// acquire_many for every wanted lease not held, every retry period (and at
+/// the earliest expiry the server reported for one held elsewhere); ONE
+/// release_many for the leases removed meanwhile. Rows are locked in name
+/// order, so two sets wanting the same names do not deadlock. The set does
+/// not LISTEN (100,000 leases' events would wake every set): a lease
+/// released elsewhere is noticed within the retry period.
+///
+/// Guarantees, for every lease, as for one elector:
+/// - held(name) and the term's stop_token are true/unsignalled only before
+///   the local deadline (send time of the last successful acquire/renew +
+///   ttl - safety margin), which comes before the server's expiry, whatever
+///   the set's thread is doing;
+/// - renewals failing (a lost connection, a stalled server) until
+///   renew_deadline end the term (lease_loss::renew_deadline) before that;
+///   the set reconnects at its next call and acquires the lease again;
+/// - every call is bounded: renewals by the earliest renew deadline and
+///   call_timeout (<= retry_period); acquires by the next renewal and
+///   acquire_timeout; releases by the earliest renew deadline and
+///   acquire_timeout (a release of many rows may take longer than one
+///   renewal; one that fails leaves its leases to expire); reconnects by
+///   connect_timeout, retried every retry_period x [1, jitter_factor];
+/// - a lease is granted to one holder at a time (lease_acquire's
+///   compare-and-swap), and run_fenced() writes carry its epoch, so the
+///   database refuses a holder that lost it while paused.
+///
+/// @code
+///   pglease::lease_set_config cfg;
+///   cfg.names = {"tenant/1", "tenant/2"};
+///   cfg.callbacks.on_acquired = [&](const std::string& name, std::int64_t epoch,
+///                                   pglease::stop_token stop) {
+///       workers.start(name, epoch, stop);   // returns at once; the worker watches stop
+///   };
+///   cfg.callbacks.on_lost = [&](const std::string& name, std::int64_t, pglease::lease_loss) {
+///       workers.join(name);                 // the lease is released after this returns
+///   };
+///   pglease::lease_set set{cfg};
+///   set.start();
+///   set.add("tenant/3");
+///   set.run_fenced("tenant/1", conn, [&](pqxx::work& tx) { tx.exec0("UPDATE ..."); });
+/// @endcode
+class lease_set {
+public:
+    /// Validates @p config (config_error); will run over a pq_backend built
+    /// from config.connection once start() is called. No I/O yet.
+    explicit lease_set(lease_set_config config);
+
+    /// The same over an injected backend and clock (tests, the test
+    /// double); the clock must be the one @p db measures its waits with.
+    lease_set(lease_set_config config, std::unique_ptr<backend> db,
+              const clock& clk = system_clock());
+
+    lease_set(const lease_set&) = delete;
+    lease_set& operator=(const lease_set&) = delete;
+    lease_set(lease_set&&) = delete;
+    lease_set& operator=(lease_set&&) = delete;
+
+    /// stop().
+    ~lease_set();
+
+    /// Starts the set's thread and its callback thread. Idempotent; no
+    /// effect after stop().
+    void start();
+
+    /// Signals every term's stop_token, runs the pending callbacks (on_lost
+    /// for every term), releases every lease in one round trip
+    /// (release_on_stop) and joins the threads. Meanwhile the leases are
+    /// still renewed. Idempotent. Not from a callback.
+    void stop() noexcept;
+
+    /// Wants @p name (or each of @p names) from now on: acquired within a
+    /// step. Throws config_error for an invalid lease name. Thread-safe.
+    void add(const std::string& name);
+    void add(const std::vector<std::string>& names);
+
+    /// No longer wants @p name: its stop_token is signalled, on_lost runs,
+    /// then it is released. Thread-safe.
+    void remove(const std::string& name);
+
+    /// True while @p name is held and its term has not ended. No I/O.
+    [[nodiscard]] bool held(const std::string& name) const { return m_state.held(name); }
+
+    /// The epoch (fencing token) of @p name while held(), else 0. No I/O.
+    [[nodiscard]] std::int64_t epoch(const std::string& name) const { return m_state.epoch(name); }
+
+    /// The names held, sorted. No I/O.
+    [[nodiscard]] std::vector<std::string> held_names() const { return m_state.held_names(); }
+
+    /// How many names are held. No I/O.
+    [[nodiscard]] std::size_t held_count() const { return m_state.held_count(); }
+
+    /// The fencing token of @p name. Throws lease_lost when not held.
+    [[nodiscard]] fence_token token(const std::string& name) const;
+
+    /// Runs @p fn(pqxx::work&) on @p conn (an application connection)
+    /// fenced by @p name's epoch, as lease::run_fenced(): lease_lost before
+    /// any I/O when the lease has no term; a fence rejection or an eviction
+    /// ends the term at once (its stop_token is signalled) and is rethrown.
+    template <typename F>
+    auto run_fenced(const std::string& name, pqxx::connection_base& conn, F&& fn) {
+        return detail::run_fenced_grant(
+            m_state.grant(name), [&] { return not_held(name); }, *m_db, conn, std::forward<F>(fn));
+    }
+
+    /// Tells the set that the grant of @p name with @p epoch is gone (e.g.
+    /// the application saw LS001/LS002 on its own): its term ends now.
+    void report_lost(const std::string& name, std::int64_t epoch) noexcept;
+
+    /// Round trips so far, by kind. No I/O.
+    [[nodiscard]] std::uint64_t renew_rounds() const noexcept { return m_state.renew_rounds(); }
+    [[nodiscard]] std::uint64_t acquire_rounds() const noexcept { return m_state.acquire_rounds(); }
+    [[nodiscard]] std::uint64_t release_rounds() const noexcept { return m_state.release_rounds(); }
+
+    /// Send to reply of the last successful renew round trip (one
+    /// lease_renew_many for every lease held); zero before the first. No I/O.
+    [[nodiscard]] clock::duration last_renew_latency() const noexcept {
+        return m_state.last_renew_latency();
+    }
+
+    [[nodiscard]] const std::string& identity() const noexcept { return m_config.identity; }
+
+private:
+    /// add() and remove() calls, applied by the set's thread.
+    struct change {
+        bool add = true;
+        std::string name;
+    };
+
+    [[nodiscard]] std::string not_held(const std::string& name) const;
+    void run() noexcept;
+    void apply_changes();
+    void dispatch(std::vector<lease_set_event> events);
+
+    lease_set_config m_config;
+    const clock& m_clock;
+    std::unique_ptr<backend> m_db;
+    lease_set_state m_state;
+    std::unique_ptr<detail::callback_queue> m_callbacks;
+
+    std::mutex m_mutex; ///< guards m_changes, m_done, m_thread
+    std::vector<change> m_changes;
+    std::vector<std::pair<std::string, std::int64_t>> m_done; ///< on_lost returned
+    std::atomic<bool> m_stopping{false};
+    std::thread m_thread;
+};
+
+} // namespace pglease

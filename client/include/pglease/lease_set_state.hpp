@@ -1,0 +1,173 @@
+/// @file lease_set_state.hpp
+/// @brief The state of a lease_set, single-threaded and clock-driven like
+/// group_state, so tests can run it step by step over the test double's
+/// store and a manual clock.
+#pragma once
+
+#include "pglease/backend.hpp"
+#include "pglease/clock.hpp"
+#include "pglease/lease.hpp"
+#include "pglease/lease_set_config.hpp"
+#include "pglease/stop_token.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pglease {
+
+/// Something the owner of a lease_set_state must act on.
+struct lease_set_event {
+    enum class kind {
+        acquired, ///< a term of @c name began with @c epoch: call on_acquired(@c stop)
+        lost,     ///< that term ended (@c why): call on_lost, then callback_done()
+    };
+    kind what = kind::acquired;
+    std::string name;
+    std::int64_t epoch = 0;
+    stop_token stop;                   ///< acquired only
+    lease_loss why = lease_loss::lost; ///< lost only
+};
+
+/// Many leases held by one identity. step() does what is due now and
+/// returns the events it caused; next_step() says when to call it again;
+/// calling it earlier is always safe. Each step, in this order:
+///
+///  1. terms no longer held locally (deadline passed, mark_lost) end;
+///  2. when due, ONE lease_renew_many renews every lease with a term
+///     (running, or ended but not released yet); a lease the server refuses
+///     (NULL) ends at once;
+///  3. terms whose renewals failed for renew_deadline end (step down before
+///     the local deadline, as the elector does);
+///  4. ended terms whose on_lost returned (callback_done()) are forgotten,
+///     and those removed or stopped are released: ONE release_many for all
+///     of them (at stop(): once every on_lost returned, so one in all);
+///  5. when due (add(), the retry period, the earliest expiry the server
+///     reported for a lease held elsewhere), ONE acquire_many tries every
+///     wanted lease without a term; each one granted begins a term.
+///
+/// A term's stop_token is signalled when it ends, and reads as stopped from
+/// its local deadline on by itself. A lease is never believed held past
+/// send time of its last successful acquire/renew + ttl - safety margin,
+/// which is before its expiry on the server.
+///
+/// Threads: add(), remove(), step(), callback_done() and stop() on one
+/// thread; the queries (held(), epoch(), held_names(), held_count(),
+/// grant(), the round counters) from any thread.
+class lease_set_state {
+public:
+    /// @p config must be valid (lease_set_config::validate()); it is copied.
+    /// @p db and @p clk must outlive this object.
+    lease_set_state(backend& db, const lease_set_config& config, const clock& clk,
+                    std::uint64_t seed = std::random_device{}());
+
+    /// Wants @p name (acquired at the next step). Throws config_error for
+    /// an invalid lease name. No effect while it is wanted already.
+    void add(const std::string& name);
+
+    /// No longer wants @p name: its term (if any) ends (lease_loss::removed)
+    /// and it is released after callback_done().
+    void remove(const std::string& name);
+
+    /// Does what is due (see the class comment).
+    std::vector<lease_set_event> step();
+
+    /// When step() should run next, on the state's clock.
+    [[nodiscard]] clock::time_point next_step() const noexcept { return m_next; }
+
+    /// The on_lost of @p name's term with @p epoch returned (or there is
+    /// none): the next step forgets the term, releasing it if it was removed
+    /// or stopped.
+    void callback_done(const std::string& name, std::int64_t epoch);
+
+    /// Stops acquiring; every term ends (lease_loss::stopped). Keep calling
+    /// step() until stopped(): the leases are released in one round trip
+    /// (release_on_stop) once each term's callback_done() came.
+    std::vector<lease_set_event> stop();
+
+    /// True once stop() finished: no term left.
+    [[nodiscard]] bool stopped() const noexcept { return m_stopped; }
+
+    /// True while @p name is held and its term has not ended (before its
+    /// local deadline). Thread-safe, no I/O.
+    [[nodiscard]] bool held(const std::string& name) const;
+
+    /// The epoch of @p name while held(), else 0. Thread-safe, no I/O.
+    [[nodiscard]] std::int64_t epoch(const std::string& name) const;
+
+    /// The names held(), sorted. Thread-safe, no I/O.
+    [[nodiscard]] std::vector<std::string> held_names() const;
+
+    /// How many names are held(). Thread-safe, no I/O.
+    [[nodiscard]] std::size_t held_count() const;
+
+    /// The lease of @p name while it has a term (nullptr otherwise).
+    /// Thread-safe; use its thread-safe members only (held(), token(),
+    /// run_fenced(), mark_lost()).
+    [[nodiscard]] std::shared_ptr<lease> grant(const std::string& name) const;
+
+    /// Round trips so far, by kind (tests: one renew per renewal cycle).
+    [[nodiscard]] std::uint64_t renew_rounds() const noexcept { return m_renews.load(); }
+    [[nodiscard]] std::uint64_t acquire_rounds() const noexcept { return m_acquires.load(); }
+    [[nodiscard]] std::uint64_t release_rounds() const noexcept { return m_releases.load(); }
+
+    /// Send to reply of the last successful renew round trip (zero before
+    /// the first): the cycle cost to watch against ttl / 3. Thread-safe.
+    [[nodiscard]] clock::duration last_renew_latency() const noexcept {
+        return clock::duration{m_renew_latency.load()};
+    }
+
+    [[nodiscard]] const lease_set_config& config() const noexcept { return m_config; }
+
+private:
+    struct term {
+        term(std::shared_ptr<lease> g, const clock& clk)
+            : grant{std::move(g)}
+            , stop{clk} {}
+        std::shared_ptr<lease> grant;
+        stop_source stop; ///< its tokens went to on_acquired
+        bool ended = false;
+        bool callback_done = false;
+        bool release = false; ///< release once callback_done
+    };
+
+    void end_term(std::vector<lease_set_event>& events, const std::string& name, term& t,
+                  lease_loss why);
+    void renew_all(std::vector<lease_set_event>& events);
+    void give_up(std::vector<lease_set_event>& events);
+    void release_done();
+    void acquire_wanted(std::vector<lease_set_event>& events);
+    void schedule();
+    [[nodiscard]] std::vector<std::string> unheld_wanted() const;
+    [[nodiscard]] clock::time_point call_bound() const;
+    [[nodiscard]] bool live(const term& t) const noexcept;
+
+    lease_set_config m_config;
+    backend& m_db;
+    const clock& m_clock;
+    lease_options m_options;
+    std::mt19937_64 m_rng;
+
+    mutable std::mutex
+        m_mutex; ///< guards m_terms' shape and each term's `ended` (written here only)
+    std::map<std::string, term> m_terms;
+    std::set<std::string> m_wanted;
+
+    std::atomic<std::uint64_t> m_renews{0};
+    std::atomic<std::uint64_t> m_acquires{0};
+    std::atomic<std::uint64_t> m_releases{0};
+    std::atomic<clock::duration::rep> m_renew_latency{0};
+    bool m_stopping = false;
+    bool m_stopped = false;
+    clock::time_point m_next;
+    clock::time_point m_next_renew = clock::time_point::max();
+    clock::time_point m_next_acquire;
+};
+
+} // namespace pglease
