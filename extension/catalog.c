@@ -34,14 +34,6 @@ typedef struct LeasePlanSpec
 #define EQ " OPERATOR(pg_catalog.=) "
 
 static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
-	[LEASE_PLAN_READ] = {
-		"SELECT holder, epoch, expires_at, owner_role, ttl, lock_delay FROM %s.leases"
-		" WHERE name" EQ "$1",
-		"SELECT holder, epoch, expires_at, owner_role, ttl, '0'::pg_catalog.interval"
-		" FROM %s.leases WHERE name" EQ "$1",
-		1, {TEXTOID}
-	},
-
 	[LEASE_PLAN_INSERT] = {
 		"INSERT INTO %s.leases (name, holder, epoch, acquired_at, renewed_at, expires_at,"
 		" ttl, transitions, owner_role, lock_delay) VALUES ($1, $2, $3, $4, $4, $5, $6, 0, $7, $8)"

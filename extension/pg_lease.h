@@ -59,7 +59,6 @@ extern const LeaseEpochList *LeaseSettingEpochs(void);
 /* catalog.c: the extension's objects and the statements prepared on them */
 typedef enum LeasePlan
 {
-	LEASE_PLAN_READ,			/* current row, no lock */
 	LEASE_PLAN_INSERT,			/* first grant of a name */
 	LEASE_PLAN_GRANT,			/* new epoch for a free or expired lease */
 	LEASE_PLAN_EXTEND,			/* renew, or the holder acquires again */
