@@ -238,7 +238,8 @@ LeaseExtendLocked(text *name, const LeaseRow *row, int64 ttl_usec)
 
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_RENEWED_AT, TimestampTzGetDatum(now), false);
-	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT, TimestampTzGetDatum(expires_at), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
+				   TimestampTzGetDatum(expires_at), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_TTL, ttl, false);
 	if (!LeaseUpdateDirect(row, values, nulls, replace))
 	{
@@ -309,7 +310,8 @@ LeaseGrantNewEpoch(text *name, const LeaseRow *row, text *holder, int64 ttl_usec
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EPOCH, Int64GetDatum(epoch), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_ACQUIRED_AT, TimestampTzGetDatum(now), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_RENEWED_AT, TimestampTzGetDatum(now), false);
-	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT, TimestampTzGetDatum(*expires_at), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
+				   TimestampTzGetDatum(*expires_at), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_TTL, ttl, false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_OWNER_ROLE, LeaseCallerRoleName(), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_LOCK_DELAY, delay, false);
