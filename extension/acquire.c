@@ -42,8 +42,12 @@ LeaseCheckQuota(void)
 		return;
 
 	values[0] = LeaseCallerRoleName();
-	LeaseExecute(LEASE_PLAN_COUNT_ROLE, values, NULL, SPI_OK_SELECT);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_lease: SPI_connect failed");
+	if (SPI_execute_plan(LeaseGetPlan(LEASE_PLAN_COUNT_ROLE), values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "pg_lease: counting the leases of a role failed");
 	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
 	if (count >= lease_max_leases_per_role)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -123,7 +127,7 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, int64 lock_delay_usec
 		if (LeaseValidAt(&row, now) && LeaseTextEqual(row.holder, holder))
 		{
 			LeaseCheckRole(name, &row);
-			expires_at = LeaseExtendLocked(name, ttl_usec);
+			expires_at = LeaseExtendLocked(name, &row, ttl_usec);
 			*grant = (LeaseGrant) {true, row.epoch, holder, expires_at};
 			return true;
 		}
@@ -160,8 +164,7 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, int64 lock_delay_usec
 		values[5] = IntervalPGetDatum(LeaseTtlInterval(ttl_usec));
 		values[6] = LeaseCallerRoleName();
 		values[7] = IntervalPGetDatum(LeaseTtlInterval(lock_delay_usec));
-		LeaseExecute(LEASE_PLAN_INSERT, values, NULL, SPI_OK_INSERT);
-		if (SPI_processed == 0)
+		if (LeaseExecute(LEASE_PLAN_INSERT, values, NULL, SPI_OK_INSERT) == 0)
 			return false;		/* a concurrent caller created it first */
 		LeaseRecordEvent("acquired", name, holder, epoch, expires_at, 0);
 		*grant = (LeaseGrant) {true, epoch, holder, expires_at};

@@ -8,7 +8,8 @@
  * them is schema-qualified, operators included, so a caller's search_path
  * can neither redirect them nor force a replan onto other objects.  A
  * relcache invalidation of the leases table (DROP EXTENSION, ALTER ... OWNER)
- * drops the cache.
+ * drops the cache; invalidations also reach row_write.c's cache of the
+ * tables' indexes.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,14 +34,6 @@ typedef struct LeasePlanSpec
 #define EQ " OPERATOR(pg_catalog.=) "
 
 static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
-	[LEASE_PLAN_READ] = {
-		"SELECT holder, epoch, expires_at, owner_role, ttl, lock_delay FROM %s.leases"
-		" WHERE name" EQ "$1",
-		"SELECT holder, epoch, expires_at, owner_role, ttl, '0'::pg_catalog.interval"
-		" FROM %s.leases WHERE name" EQ "$1",
-		1, {TEXTOID}
-	},
-
 	[LEASE_PLAN_INSERT] = {
 		"INSERT INTO %s.leases (name, holder, epoch, acquired_at, renewed_at, expires_at,"
 		" ttl, transitions, owner_role, lock_delay) VALUES ($1, $2, $3, $4, $4, $5, $6, 0, $7, $8)"
@@ -97,6 +90,7 @@ static struct
 	bool		valid;
 	char	   *schema_sql;		/* quoted schema name, in TopMemoryContext */
 	Oid			leases;
+	Oid			events;
 	Oid			epoch_sequence;
 	bool		schema_11;		/* the 1.1 columns exist */
 	SPIPlanPtr	plans[LEASE_PLAN_COUNT];
@@ -113,6 +107,7 @@ LeaseRelcacheCallback(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == lease_catalog.leases)
 		lease_catalog.valid = false;
+	LeaseWriteInvalidate(relid);
 }
 
 static void
@@ -167,6 +162,7 @@ LeaseCatalogEnsure(Oid member_func)
 
 	namespace = get_func_namespace(member_func);
 	lease_catalog.leases = LeaseRelationIn(namespace, "leases");
+	lease_catalog.events = LeaseRelationIn(namespace, "lease_events");
 	lease_catalog.epoch_sequence = LeaseRelationIn(namespace, "lease_epoch_seq");
 	/* a new library may meet the old schema until ALTER EXTENSION ... UPDATE */
 	lease_catalog.schema_11 = get_attnum(lease_catalog.leases, "lock_delay") != InvalidAttrNumber;
@@ -206,6 +202,12 @@ Oid
 LeaseTableRelid(void)
 {
 	return lease_catalog.leases;
+}
+
+Oid
+LeaseEventsRelid(void)
+{
+	return lease_catalog.events;
 }
 
 /* Whether the installed SQL objects are those of version 1.1 or later. */

@@ -9,7 +9,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "lease_row.h"
 #include "notifier.h"
 
 #include "catalog/pg_type.h"
@@ -44,59 +44,63 @@ AppendJsonField(StringInfo buf, const char *key, const char *value)
 		escape_json(buf, value);
 }
 
-/*
- * Record one grant, release, revoke, handover or eviction.  holder may be
- * NULL; pid is the evicted backend's, else 0.  The caller is connected to
- * SPI and has made sure the catalog cache is valid.  A 1.0 schema, before
- * ALTER EXTENSION pg_lease UPDATE, has no place for the 1.1 events: they
- * are only notified (and evictions logged).
- */
-void
-LeaseRecordEvent(const char *event, text *name, text *holder,
+/* Append the event to lease_events, directly or through SPI. */
+static void
+LeaseInsertEvent(const char *event, text *name, text *holder,
 				 int64 epoch, TimestampTz expires_at, int pid)
 {
+	Datum		row[LEASE_EVENT_NATTS];
+	bool		row_nulls[LEASE_EVENT_NATTS] = {0};
 	Datum		values[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	StringInfoData payload;
-	char		timestamp[MAXDATELEN + 1];
-	char	   *name_str = text_to_cstring(name);
-	char	   *holder_str = holder ? text_to_cstring(holder) : NULL;
-	int			rc;
 
-	LeaseCountText(name, LeaseEventCounter(event));
+	row[LEASE_EVENT_COL_EVENT] = CStringGetTextDatum(event);
+	row[LEASE_EVENT_COL_NAME] = PointerGetDatum(name);
+	row[LEASE_EVENT_COL_HOLDER] = PointerGetDatum(holder);
+	row_nulls[LEASE_EVENT_COL_HOLDER] = holder == NULL;
+	row[LEASE_EVENT_COL_EPOCH] = Int64GetDatum(epoch);
+	row[LEASE_EVENT_COL_EXPIRES_AT] = TimestampTzGetDatum(expires_at);
+	row[LEASE_EVENT_COL_ROLE] = LeaseCallerRoleName();
+	row[LEASE_EVENT_COL_PID] = Int32GetDatum(pid);
+	row_nulls[LEASE_EVENT_COL_PID] = pid == 0;
+	if (LeaseInsertEventDirect(row, row_nulls))
+		return;
 
-	values[0] = CStringGetTextDatum(event);
+	values[0] = row[LEASE_EVENT_COL_EVENT];
 	values[1] = PointerGetDatum(name);
 	values[2] = PointerGetDatum(holder);
 	if (holder == NULL)
 		nulls[2] = 'n';
 	values[3] = Int64GetDatum(epoch);
 	values[4] = TimestampTzGetDatum(expires_at);
-	values[5] = LeaseCallerRoleName();
+	values[5] = row[LEASE_EVENT_COL_ROLE];
 	values[6] = Int32GetDatum(pid);
 	if (pid == 0)
 		nulls[6] = 'n';
+	(void) LeaseExecute(LEASE_PLAN_EVENT, values, nulls, SPI_OK_INSERT);
+}
+
+/*
+ * Record one grant, release, revoke, handover or eviction.  holder may be
+ * NULL; pid is the evicted backend's, else 0.  The caller has made sure
+ * the catalog cache is valid.  A 1.0 schema, before ALTER EXTENSION
+ * pg_lease UPDATE, has no place for the 1.1 events: they are only notified
+ * (and evictions logged).
+ */
+void
+LeaseRecordEvent(const char *event, text *name, text *holder,
+				 int64 epoch, TimestampTz expires_at, int pid)
+{
+	StringInfoData payload;
+	char		timestamp[MAXDATELEN + 1];
+	char	   *name_str = text_to_cstring(name);
+	char	   *holder_str = holder ? text_to_cstring(holder) : NULL;
+
+	LeaseCountText(name, LeaseEventCounter(event));
 
 	if (LeaseSchema11() || pid == 0)
-	{
-		rc = SPI_execute_plan(LeaseGetPlan(LEASE_PLAN_EVENT), values, nulls, false, 0);
-		if (rc != SPI_OK_INSERT)
-			elog(ERROR, "pg_lease: recording the %s event failed: %s",
-				 event, SPI_result_code_string(rc));
-	}
-
-	/* Retention: each new event of a lease removes its expired history. */
-	if (lease_event_retention_s > 0)
-	{
-		Datum		prune[2];
-
-		prune[0] = PointerGetDatum(name);
-		prune[1] = TimestampTzGetDatum(GetCurrentTimestamp() -
-									   (int64) lease_event_retention_s * USECS_PER_SEC);
-		rc = SPI_execute_plan(LeaseGetPlan(LEASE_PLAN_PRUNE_EVENTS), prune, NULL, false, 0);
-		if (rc != SPI_OK_DELETE)
-			elog(ERROR, "pg_lease: pruning events failed: %s", SPI_result_code_string(rc));
-	}
+		LeaseInsertEvent(event, name, holder, epoch, expires_at, pid);
+	LeasePruneEvents(name, name_str);
 
 	initStringInfo(&payload);
 	appendStringInfo(&payload, "{\"event\":\"%s\"", event);

@@ -40,7 +40,7 @@ lease_renew(PG_FUNCTION_ARGS)
 	if (LeaseLockGrantOfRecord(name, holder, epoch, &row) &&
 		LeaseValidAt(&row, GetCurrentTimestamp()))
 	{
-		expires_at = LeaseExtendLocked(name, ttl_usec > 0 ? ttl_usec : row.ttl_usec);
+		expires_at = LeaseExtendLocked(name, &row, ttl_usec > 0 ? ttl_usec : row.ttl_usec);
 		renewed = true;
 	}
 	LeaseEnd(name);

@@ -19,7 +19,9 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "common/int.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -34,75 +36,88 @@ LeaseRequireDurableCommit(void)
 								 GUC_ACTION_LOCAL, true, 0, false);
 }
 
-/* Start of every function: durable commit, catalog cache, SPI. */
+/*
+ * Start of every function: durable commit, catalog cache.  SPI is
+ * connected only around the statements that still go through it
+ * (LeaseExecute), so a call that writes directly never pays for it.
+ */
 void
 LeaseBegin(FunctionCallInfo fcinfo)
 {
 	LeaseRequireDurableCommit();
 	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_lease: SPI_connect failed");
 }
 
 void
 LeaseEnd(text *name)
 {
-	SPI_finish();
-	LeaseForgetRow(text_to_cstring(name));
+	LeaseForgetRowText(name);
 }
 
-void
+/* Run a prepared statement; returns how many rows it processed. */
+uint64
 LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected)
 {
-	int			rc = SPI_execute_plan(LeaseGetPlan(plan), values, nulls, false, 0);
+	uint64		processed;
+	int			rc;
 
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_lease: SPI_connect failed");
+	rc = SPI_execute_plan(LeaseGetPlan(plan), values, nulls, false, 0);
 	if (rc != expected)
 		elog(ERROR, "pg_lease: statement %d failed: %s", (int) plan,
 			 SPI_result_code_string(rc));
+	processed = SPI_processed;
+	SPI_finish();
+	return processed;
 }
 
-/* Read the row of lease name without locking it; false when there is none. */
-bool
-LeaseReadRow(text *name, LeaseRow *row)
-{
-	Datum		values[1] = {PointerGetDatum(name)};
-	HeapTuple	tuple;
-	TupleDesc	desc;
-	Datum		holder;
-	bool		isnull;
-
-	LeaseExecute(LEASE_PLAN_READ, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return false;
-
-	tuple = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	holder = SPI_getbinval(tuple, desc, 1, &isnull);
-	row->holder = isnull ? NULL : DatumGetTextPP(SPI_datumTransfer(holder, false, -1));
-	row->epoch = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
-	row->expires_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 3, &isnull));
-	namestrcpy(&row->owner_role, NameStr(*DatumGetName(SPI_getbinval(tuple, desc, 4, &isnull))));
-	row->ttl_usec = DatumGetIntervalP(SPI_getbinval(tuple, desc, 5, &isnull))->time;
-	row->lock_delay_usec = DatumGetIntervalP(SPI_getbinval(tuple, desc, 6, &isnull))->time;
-	ItemPointerSetInvalid(&row->tid);
-	return true;
-}
-
+/*
+ * Copy what the lease functions look at out of a lease row in slot, into
+ * the current memory context; with_tuple, also the version itself, for
+ * LeaseUpdateDirect.
+ */
 static void
-LeaseRowFromSlot(TupleTableSlot *slot, LeaseRow *row)
+LeaseRowFromSlot(TupleTableSlot *slot, LeaseRow *row, bool with_tuple)
 {
 	Datum	   *values = slot->tts_values;
 
-	/* the holder outlives SPI_finish: copy it to the caller's context */
+	slot_getallattrs(slot);
 	row->holder = slot->tts_isnull[LEASE_COL_HOLDER] ? NULL :
-		DatumGetTextPP(SPI_datumTransfer(values[LEASE_COL_HOLDER], false, -1));
+		DatumGetTextPP(datumCopy(values[LEASE_COL_HOLDER], false, -1));
 	row->epoch = DatumGetInt64(values[LEASE_COL_EPOCH]);
 	row->expires_at = DatumGetTimestampTz(values[LEASE_COL_EXPIRES_AT]);
 	row->ttl_usec = DatumGetIntervalP(values[LEASE_COL_TTL])->time;
+	row->transitions = DatumGetInt64(values[LEASE_COL_TRANSITIONS]);
 	namestrcpy(&row->owner_role, NameStr(*DatumGetName(values[LEASE_COL_OWNER_ROLE])));
 	row->lock_delay_usec = LeaseSchema11() ?
 		DatumGetIntervalP(values[LEASE_COL_LOCK_DELAY])->time : 0;
 	row->tid = slot->tts_tid;
+	row->tuple = with_tuple ? ExecCopySlotHeapTuple(slot) : NULL;
+}
+
+/*
+ * Read the row of lease name without locking it, as a statement of its own
+ * would (a new snapshot under READ COMMITTED); false when there is none.
+ */
+bool
+LeaseReadRow(text *name, LeaseRow *row)
+{
+	Relation	rel;
+	TupleTableSlot *slot;
+	bool		found;
+
+	CommandCounterIncrement();	/* see this call's own earlier changes */
+	rel = table_open(LeaseTableRelid(), AccessShareLock);
+	slot = LeaseRowSlot(rel);
+	found = LeaseFindRow(name, GetTransactionSnapshot(), rel, slot);
+	if (found)
+		LeaseRowFromSlot(slot, row, false);
+	LeaseRowSlotRelease(slot);
+	table_close(rel, NoLock);
+	if (found)
+		ItemPointerSetInvalid(&row->tid);
+	return found;
 }
 
 /*
@@ -122,11 +137,11 @@ LeaseLockForWrite(text *name, LeaseRow *row)
 
 	CommandCounterIncrement();	/* see this call's own earlier changes */
 	rel = table_open(LeaseTableRelid(), RowShareLock);
-	slot = table_slot_create(rel, NULL);
+	slot = LeaseRowSlot(rel);
 	found = LeaseLockRow(name, LockTupleNoKeyExclusive, GetTransactionSnapshot(), rel, slot);
 	if (found)
-		LeaseRowFromSlot(slot, row);
-	ExecDropSingleTupleTableSlot(slot);
+		LeaseRowFromSlot(slot, row, true);
+	LeaseRowSlotRelease(slot);
 	table_close(rel, NoLock);
 	return found;
 }
@@ -140,12 +155,12 @@ void
 LeaseLockForChange(text *name, LeaseRow *row)
 {
 	Relation	rel = table_open(LeaseTableRelid(), RowShareLock);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	TupleTableSlot *slot = LeaseRowSlot(rel);
 	LeaseEnding ending = {name, row->holder, row->epoch, row->expires_at};
 
 	LeaseLockForHolderChange(rel, &row->tid, slot, &ending);
-	LeaseRowFromSlot(slot, row);
-	ExecDropSingleTupleTableSlot(slot);
+	LeaseRowFromSlot(slot, row, true);
+	LeaseRowSlotRelease(slot);
 	table_close(rel, NoLock);
 }
 
@@ -190,19 +205,52 @@ LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch, LeaseRow *row)
 	return true;
 }
 
-/* Extend a held lease from now; the row is locked.  Returns the new expiry. */
+/* Start a change of the columns of a lease row: nothing replaced yet. */
+static void
+LeaseChangeInit(Datum *values, bool *nulls, bool *replace)
+{
+	memset(values, 0, sizeof(Datum) * LEASE_NATTS);
+	memset(nulls, 0, sizeof(bool) * LEASE_NATTS);
+	memset(replace, 0, sizeof(bool) * LEASE_NATTS);
+}
+
+static void
+LeaseChangeSet(Datum *values, bool *nulls, bool *replace, int column, Datum value, bool isnull)
+{
+	values[column] = value;
+	nulls[column] = isnull;
+	replace[column] = true;
+}
+
+/*
+ * Extend a held lease from now; the row is locked (LeaseLockForWrite).
+ * Returns the new expiry.
+ */
 TimestampTz
-LeaseExtendLocked(text *name, int64 ttl_usec)
+LeaseExtendLocked(text *name, const LeaseRow *row, int64 ttl_usec)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz expires_at = now + ttl_usec;
-	Datum		values[4];
+	Datum		ttl = IntervalPGetDatum(LeaseTtlInterval(ttl_usec));
+	Datum		values[LEASE_NATTS];
+	bool		nulls[LEASE_NATTS];
+	bool		replace[LEASE_NATTS];
 
-	values[0] = PointerGetDatum(name);
-	values[1] = TimestampTzGetDatum(now);
-	values[2] = TimestampTzGetDatum(expires_at);
-	values[3] = IntervalPGetDatum(LeaseTtlInterval(ttl_usec));
-	LeaseExecute(LEASE_PLAN_EXTEND, values, NULL, SPI_OK_UPDATE);
+	LeaseChangeInit(values, nulls, replace);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_RENEWED_AT, TimestampTzGetDatum(now), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
+				   TimestampTzGetDatum(expires_at), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_TTL, ttl, false);
+	if (!LeaseUpdateDirect(row, values, nulls, replace))
+	{
+		Datum		args[4];
+
+		args[0] = PointerGetDatum(name);
+		args[1] = TimestampTzGetDatum(now);
+		args[2] = TimestampTzGetDatum(expires_at);
+		args[3] = ttl;
+		(void) LeaseExecute(LEASE_PLAN_EXTEND, args, NULL, SPI_OK_UPDATE);
+	}
 	LeaseCountText(name, LEASE_COUNT_RENEWAL);
 	return expires_at;
 }
@@ -216,12 +264,25 @@ LeaseFreeLocked(text *name, const LeaseRow *row, const char *event)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	bool		released = strcmp(event, "released") == 0;
-	Datum		values[3];
+	Datum		delay = IntervalPGetDatum(LeaseTtlInterval(released ? 0 : row->lock_delay_usec));
+	Datum		values[LEASE_NATTS];
+	bool		nulls[LEASE_NATTS];
+	bool		replace[LEASE_NATTS];
 
-	values[0] = PointerGetDatum(name);
-	values[1] = TimestampTzGetDatum(now);
-	values[2] = IntervalPGetDatum(LeaseTtlInterval(released ? 0 : row->lock_delay_usec));
-	LeaseExecute(LEASE_PLAN_FREE, values, NULL, SPI_OK_UPDATE);
+	LeaseChangeInit(values, nulls, replace);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_HOLDER, (Datum) 0, true);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
+				   TimestampTzGetDatum(Min(row->expires_at, now)), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_LOCK_DELAY, delay, false);
+	if (!LeaseUpdateDirect(row, values, nulls, replace))
+	{
+		Datum		args[3];
+
+		args[0] = PointerGetDatum(name);
+		args[1] = TimestampTzGetDatum(now);
+		args[2] = delay;
+		(void) LeaseExecute(LEASE_PLAN_FREE, args, NULL, SPI_OK_UPDATE);
+	}
 	LeaseRecordEvent(event, name, row->holder, row->epoch, Min(now, row->expires_at), 0);
 }
 
@@ -235,19 +296,45 @@ LeaseGrantNewEpoch(text *name, const LeaseRow *row, text *holder, int64 ttl_usec
 {
 	int64		epoch = LeaseNextEpoch();
 	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[9];
+	int64		transition = LeaseTextEqual(row->holder, holder) ? 0 : 1;
+	Datum		ttl = IntervalPGetDatum(LeaseTtlInterval(ttl_usec));
+	Datum		delay = IntervalPGetDatum(LeaseTtlInterval(lock_delay_usec));
+	Datum		values[LEASE_NATTS];
+	bool		nulls[LEASE_NATTS];
+	bool		replace[LEASE_NATTS];
+	int64		transitions;
 
 	*expires_at = now + ttl_usec;
-	values[0] = PointerGetDatum(name);
-	values[1] = PointerGetDatum(holder);
-	values[2] = Int64GetDatum(epoch);
-	values[3] = TimestampTzGetDatum(now);
-	values[4] = TimestampTzGetDatum(*expires_at);
-	values[5] = IntervalPGetDatum(LeaseTtlInterval(ttl_usec));
-	values[6] = Int64GetDatum(LeaseTextEqual(row->holder, holder) ? 0 : 1);
-	values[7] = LeaseCallerRoleName();
-	values[8] = IntervalPGetDatum(LeaseTtlInterval(lock_delay_usec));
-	LeaseExecute(LEASE_PLAN_GRANT, values, NULL, SPI_OK_UPDATE);
+	LeaseChangeInit(values, nulls, replace);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_HOLDER, PointerGetDatum(holder), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_EPOCH, Int64GetDatum(epoch), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_ACQUIRED_AT, TimestampTzGetDatum(now), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_RENEWED_AT, TimestampTzGetDatum(now), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
+				   TimestampTzGetDatum(*expires_at), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_TTL, ttl, false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_OWNER_ROLE, LeaseCallerRoleName(), false);
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_LOCK_DELAY, delay, false);
+	if (pg_add_s64_overflow(row->transitions, transition, &transitions))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("bigint out of range")));
+	LeaseChangeSet(values, nulls, replace, LEASE_COL_TRANSITIONS, Int64GetDatum(transitions), false);
+	if (!LeaseUpdateDirect(row, values, nulls, replace))
+	{
+		Datum		args[9];
+
+		args[0] = PointerGetDatum(name);
+		args[1] = PointerGetDatum(holder);
+		args[2] = Int64GetDatum(epoch);
+		args[3] = TimestampTzGetDatum(now);
+		args[4] = TimestampTzGetDatum(*expires_at);
+		args[5] = ttl;
+		args[6] = Int64GetDatum(transition);
+		args[7] = LeaseCallerRoleName();
+		args[8] = delay;
+		(void) LeaseExecute(LEASE_PLAN_GRANT, args, NULL, SPI_OK_UPDATE);
+	}
 	LeaseRecordEvent(event, name, holder, epoch, *expires_at, 0);
 	return epoch;
 }

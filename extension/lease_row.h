@@ -10,6 +10,7 @@
 
 #include "pg_lease.h"
 
+#include "access/htup.h"
 #include "fmgr.h"
 #include "storage/itemptr.h"
 
@@ -21,7 +22,9 @@ typedef struct LeaseRow
 	NameData	owner_role;
 	int64		ttl_usec;
 	int64		lock_delay_usec;
+	int64		transitions;
 	ItemPointerData tid;		/* version locked (LeaseLockForWrite only) */
+	HeapTuple	tuple;			/* a copy of that version, or NULL */
 } LeaseRow;
 
 /* What lease_acquire and lease_handover return or record about a grant. */
@@ -35,7 +38,7 @@ typedef struct LeaseGrant
 
 extern void LeaseBegin(FunctionCallInfo fcinfo);
 extern void LeaseEnd(text *name);
-extern void LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected);
+extern uint64 LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected);
 extern bool LeaseReadRow(text *name, LeaseRow *row);
 extern bool LeaseLockForWrite(text *name, LeaseRow *row);
 extern void LeaseLockForChange(text *name, LeaseRow *row);
@@ -43,10 +46,14 @@ extern bool LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch, LeaseR
 extern bool LeaseTextEqual(text *a, text *b);
 extern bool LeaseValidAt(const LeaseRow *row, TimestampTz now);
 extern void LeaseCheckRole(text *name, const LeaseRow *row);
-extern TimestampTz LeaseExtendLocked(text *name, int64 ttl_usec);
+extern TimestampTz LeaseExtendLocked(text *name, const LeaseRow *row, int64 ttl_usec);
 extern void LeaseFreeLocked(text *name, const LeaseRow *row, const char *event);
 extern int64 LeaseGrantNewEpoch(text *name, const LeaseRow *row, text *holder,
 								int64 ttl_usec, int64 lock_delay_usec,
 								const char *event, TimestampTz *expires_at);
+
+/* row_write.c */
+extern bool LeaseUpdateDirect(const LeaseRow *row, const Datum *values,
+							  const bool *nulls, const bool *replace);
 
 #endif							/* PG_LEASE_LEASE_ROW_H */

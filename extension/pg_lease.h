@@ -59,7 +59,6 @@ extern const LeaseEpochList *LeaseSettingEpochs(void);
 /* catalog.c: the extension's objects and the statements prepared on them */
 typedef enum LeasePlan
 {
-	LEASE_PLAN_READ,			/* current row, no lock */
 	LEASE_PLAN_INSERT,			/* first grant of a name */
 	LEASE_PLAN_GRANT,			/* new epoch for a free or expired lease */
 	LEASE_PLAN_EXTEND,			/* renew, or the holder acquires again */
@@ -74,6 +73,7 @@ extern void LeaseCatalogInit(void);
 extern void LeaseCatalogEnsure(Oid member_func);
 extern SPIPlanPtr LeaseGetPlan(LeasePlan plan);
 extern Oid	LeaseTableRelid(void);
+extern Oid	LeaseEventsRelid(void);
 extern Oid	LeaseEpochSequence(void);
 extern Oid	LeaseCallerRole(void);
 extern Datum LeaseCallerRoleName(void);
@@ -83,19 +83,45 @@ extern bool LeaseSchema11(void);
 /*
  * The columns of leases, as row_lock.c returns them in a slot (0-based).
  */
+#define LEASE_COL_NAME			0
 #define LEASE_COL_HOLDER		1
 #define LEASE_COL_EPOCH			2
+#define LEASE_COL_ACQUIRED_AT	3
+#define LEASE_COL_RENEWED_AT	4
 #define LEASE_COL_EXPIRES_AT	5
 #define LEASE_COL_TTL			6
+#define LEASE_COL_TRANSITIONS	7
 #define LEASE_COL_OWNER_ROLE	8
 #define LEASE_COL_LOCK_DELAY	9	/* 1.1; absent from a 1.0 schema */
+#define LEASE_NATTS				10
+
+/* The columns of lease_events (1.1 and later). */
+#define LEASE_EVENT_COL_ID			0
+#define LEASE_EVENT_COL_TIME		1
+#define LEASE_EVENT_COL_EVENT		2
+#define LEASE_EVENT_COL_NAME		3
+#define LEASE_EVENT_COL_HOLDER		4
+#define LEASE_EVENT_COL_EPOCH		5
+#define LEASE_EVENT_COL_EXPIRES_AT	6
+#define LEASE_EVENT_COL_ROLE		7
+#define LEASE_EVENT_COL_PID			8
+#define LEASE_EVENT_NATTS			9
 
 /* row_lock.c */
 extern TM_Result LeaseLockTid(Relation rel, ItemPointer tid, LockTupleMode mode,
 							  LockWaitPolicy wait, Snapshot snapshot,
 							  TupleTableSlot *slot);
+extern bool LeaseFindRow(text *name, Snapshot snapshot, Relation rel,
+						 TupleTableSlot *slot);
 extern bool LeaseLockRow(text *name, LockTupleMode mode, Snapshot snapshot,
 						 Relation rel, TupleTableSlot *slot);
+
+/* row_write.c: direct writes to leases and lease_events, without SPI */
+extern void LeaseWriteInit(void);
+extern void LeaseWriteInvalidate(Oid relid);
+extern TupleTableSlot *LeaseRowSlot(Relation rel);
+extern void LeaseRowSlotRelease(TupleTableSlot *slot);
+extern bool LeaseInsertEventDirect(Datum *values, bool *nulls);
 
 /* takeover.c: FOR UPDATE for a change of holder, ending stalled writers */
 typedef struct LeaseEnding
@@ -136,6 +162,10 @@ extern int64 LeaseNextEpoch(void);
 extern void LeaseRecordEvent(const char *event, text *name, text *holder,
 							 int64 epoch, TimestampTz expires_at, int pid);
 
+/* retention.c: pg_lease.event_retention */
+extern void LeaseRetentionInit(void);
+extern void LeasePruneEvents(text *name, const char *name_str);
+
 /* xact_state.c: per-transaction tokens and locked lease rows */
 typedef struct LeaseRowState
 {
@@ -150,5 +180,6 @@ extern bool LeaseDeclaredToken(const char *name, int64 *epoch);
 extern const LeaseRowState *LeaseLockRowShared(const char *name);
 extern const LeaseRowState *LeaseRefreshRow(const char *name);
 extern void LeaseForgetRow(const char *name);
+extern void LeaseForgetRowText(text *name);
 
 #endif							/* PG_LEASE_H */

@@ -80,17 +80,17 @@ LeaseLockTid(Relation rel, ItemPointer tid, LockTupleMode mode,
 }
 
 /*
- * Lock the row of lease name in mode, waiting as long as it takes; false
- * when there is none.  The catalog cache must be valid.
+ * Find the version of lease name's row that snapshot sees, through the
+ * primary key, without locking it; false when there is none.  The row is
+ * in slot, and slot->tts_tid names the version.  The catalog cache must be
+ * valid.
  */
 bool
-LeaseLockRow(text *name, LockTupleMode mode, Snapshot snapshot, Relation rel,
-			 TupleTableSlot *slot)
+LeaseFindRow(text *name, Snapshot snapshot, Relation rel, TupleTableSlot *slot)
 {
 	Relation	index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
 	IndexScanDesc scan;
 	ScanKeyData key;
-	ItemPointerData tid;
 	bool		found;
 
 	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
@@ -98,12 +98,23 @@ LeaseLockRow(text *name, LockTupleMode mode, Snapshot snapshot, Relation rel,
 	scan = index_beginscan(rel, index, snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	if (found)
-		tid = slot->tts_tid;
 	index_endscan(scan);
 	index_close(index, NoLock);
-	if (!found)
-		return false;
+	return found;
+}
 
+/*
+ * Lock the row of lease name in mode, waiting as long as it takes; false
+ * when there is none.  The catalog cache must be valid.
+ */
+bool
+LeaseLockRow(text *name, LockTupleMode mode, Snapshot snapshot, Relation rel,
+			 TupleTableSlot *slot)
+{
+	ItemPointerData tid;
+
+	if (!LeaseFindRow(name, snapshot, rel, slot))
+		return false;
+	tid = slot->tts_tid;
 	return LeaseLockTid(rel, &tid, mode, LockWaitBlock, snapshot, slot) == TM_Ok;
 }

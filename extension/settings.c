@@ -21,7 +21,7 @@ int			lease_max_ttl_ms = 24 * 60 * 60 * 1000;
 /* Lease names one role may create (superusers excepted); 0: no limit. */
 int			lease_max_leases_per_role = 10000;
 
-/* How long lease_events keeps a lease's events (s); 0: forever. */
+/* How long lease_events keeps a lease's events (s); 0: forever (retention.c). */
 int			lease_event_retention_s = 30 * 24 * 60 * 60;
 
 /*
@@ -95,7 +95,8 @@ LeaseDefineSettings(void)
 
 	DefineCustomIntVariable("pg_lease.event_retention",
 							"How long lease_events keeps the events of a lease.",
-							"Older events of a lease are deleted when it gets a new event; 0 keeps them forever.",
+							"Older events of a lease are deleted when it gets a new event, by each session "
+							"at most once per tenth of the retention; 0 keeps them forever.",
 							&lease_event_retention_s,
 							30 * 24 * 60 * 60,
 							0,

@@ -156,7 +156,7 @@ LockRowKeyShare(const char *name, LeaseRowState *state)
 {
 	text	   *key = cstring_to_text(name);
 	Relation	rel = table_open(LeaseTableRelid(), RowShareLock);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	TupleTableSlot *slot = LeaseRowSlot(rel);
 	bool		found;
 
 	found = LeaseLockRow(key, LockTupleKeyShare, GetLatestSnapshot(), rel, slot);
@@ -166,7 +166,7 @@ LockRowKeyShare(const char *name, LeaseRowState *state)
 		state->held = !slot->tts_isnull[LEASE_COL_HOLDER];
 		state->expires_at = DatumGetTimestampTz(slot->tts_values[LEASE_COL_EXPIRES_AT]);
 	}
-	ExecDropSingleTupleTableSlot(slot);
+	LeaseRowSlotRelease(slot);
 	table_close(rel, NoLock);
 	pfree(key);
 	return found;
@@ -220,4 +220,17 @@ void
 LeaseForgetRow(const char *name)
 {
 	EntriesRemove(&locked_rows, name, InvalidSubTransactionId);
+}
+
+/* LeaseForgetRow for a name as text; nothing to do when no row is kept. */
+void
+LeaseForgetRowText(text *name)
+{
+	char	   *str;
+
+	if (locked_rows == NULL)
+		return;
+	str = text_to_cstring(name);
+	LeaseForgetRow(str);
+	pfree(str);
 }
