@@ -17,6 +17,7 @@
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -29,6 +30,7 @@ typedef struct LeasePlanSpec
 	const char *sql_10;			/* for a 1.0 schema, when it differs */
 	int			nargs;
 	Oid			argtypes[9];
+	int			cursor_options; /* CURSOR_OPT_CUSTOM_PLAN: plan with the values */
 } LeasePlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
@@ -76,12 +78,15 @@ static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 	[LEASE_PLAN_PRUNE_EVENTS] = {
 		"DELETE FROM %s.lease_events WHERE name" EQ "$1 AND time OPERATOR(pg_catalog.<) $2",
 		NULL,
-		2, {TEXTOID, TIMESTAMPTZOID}
+		2, {TEXTOID, TIMESTAMPTZOID},
+		/* a generic plan made while the history was small scans all of it */
+		CURSOR_OPT_CUSTOM_PLAN
 	},
 	[LEASE_PLAN_COUNT_ROLE] = {
 		"SELECT pg_catalog.count(*) FROM %s.leases WHERE owner_role" EQ "$1",
 		NULL,
-		1, {NAMEOID}
+		1, {NAMEOID},
+		CURSOR_OPT_CUSTOM_PLAN
 	},
 };
 
@@ -186,7 +191,8 @@ LeaseGetPlan(LeasePlan id)
 		const char *text = !lease_catalog.schema_11 && spec->sql_10 ? spec->sql_10 : spec->sql;
 		char	   *sql = psprintf(text, lease_catalog.schema_sql);
 
-		plan = SPI_prepare(sql, spec->nargs, (Oid *) spec->argtypes);
+		plan = SPI_prepare_cursor(sql, spec->nargs, (Oid *) spec->argtypes,
+								  spec->cursor_options);
 		if (plan == NULL)
 			elog(ERROR, "pg_lease: SPI_prepare failed for \"%s\": %s",
 				 sql, SPI_result_code_string(SPI_result));
