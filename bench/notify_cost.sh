@@ -17,21 +17,8 @@
 #   PG_BIN=/path/to/bin bench/notify_cost.sh   # another PostgreSQL install
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../tests/harness/pg_cluster.sh"
-secs=${1:-5}
-rounds=${2:-3}
-shift $(($# < 2 ? $# : 2))
-clients=("$@")
-[ ${#clients[@]} -gt 0 ] || clients=(1 4 16)
-work=$PG_CLUSTER_ROOT
-pgbench=$PG_BIN/pgbench
-
-pg_cluster_init cost
-pg_as_owner tee -a "$(pg_cluster_dir cost)/data/postgresql.conf" >/dev/null <<CONF
-fsync = on
-synchronous_commit = on
-max_connections = 100
-CONF
+source "$here/pgbench_common.sh" "$@"
+pgbench_cluster_init cost
 
 # A plain table with the leases' columns, CHECKs and fillfactor, one row
 # and one name per client, as lease names are per client below.
@@ -127,9 +114,6 @@ follower_stop()
 	wait "$follower" 2>/dev/null || true
 	follower_count "$1"
 }
-
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 declare -A r_lease r_events r_notify tps_lease tps_plain handover
 missing=0

@@ -13,22 +13,9 @@
 #   PG_BIN=/path/to/bin bench/pgbench_ratios.sh   # another PostgreSQL install
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../tests/harness/pg_cluster.sh"
-secs=${1:-5}
-rounds=${2:-3}
-shift $(($# < 2 ? $# : 2))
-clients=("$@")
-[ ${#clients[@]} -gt 0 ] || clients=(1 4 16)
-work=$PG_CLUSTER_ROOT
-pgbench=$PG_BIN/pgbench
-
-pg_cluster_init ratios
-pg_as_owner tee -a "$(pg_cluster_dir ratios)/data/postgresql.conf" >/dev/null <<CONF
-fsync = on
-synchronous_commit = on
-max_connections = 100
-shared_preload_libraries = 'pg_lease'
-CONF
+source "$here/pgbench_common.sh" "$@"
+pgbench_cluster_init ratios
+echo "shared_preload_libraries = 'pg_lease'" | pg_as_owner tee -a "$(pg_cluster_dir ratios)/data/postgresql.conf" >/dev/null
 pg_cluster_start ratios
 
 # One lease per client (r-N, held by hN for a day) and its bare twin with the
@@ -102,9 +89,6 @@ rm -f "$work/follower.stop"
 follower=$!
 trap 'touch "$work/follower.stop"; wait "$follower" 2>/dev/null || true; pg_cluster_stop_all' EXIT
 
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-
 # pair NAME SCRIPT BASELINE MODE CLIENTS: one round, order by round parity
 declare -A ratios tps_a tps_b
 pair()
@@ -123,9 +107,22 @@ pair()
 	echo "$1, $5 clients, round $r: $a/s vs $b/s, ratio $(ratio "$a" "$b")"
 }
 
+# renewed COUNT SINCE: every client's renewals succeeded, on both sides (a
+# lost lease, or a bare row the WHERE misses, would return fast and count)
+renewed()
+{
+	local t
+	for t in leases bare; do
+		[ "$(psql -X -A -t -c "SELECT count(*) FROM $t WHERE name IN (SELECT 'r-' || i FROM generate_series(1, $1) i) AND renewed_at > '$2'")" -eq "$1" ] ||
+			{ echo "pgbench_ratios: not every $t row was renewed by $1 clients" >&2; exit 1; }
+	done
+}
+
 for c in "${clients[@]}"; do
 	for r in $(seq 1 "$rounds"); do
+		since=$(psql -X -A -t -c "SELECT clock_timestamp()")
 		pair renew renew bare prepared "$c"
+		renewed "$c" "$since"
 		pair fenced_set fenced_set unfenced simple "$c"
 		pair fenced_use fenced_use unfenced simple "$c"
 	done
