@@ -216,7 +216,9 @@ void run_many_leases(const settings& s, report& out) {
                      "distinct xmin; one per process = one lease_renew_many each (per process: " +
                          std::to_string(most_acquires) + " acquire, " +
                          std::to_string(most_releases) + " release round trip(s) at most)"));
-    if (postmaster) {
+    // /proc counts CPU in clock ticks (10 ms): a small run can read 0, which
+    // says "below resolution", not "free", so such a row is left out.
+    if (postmaster && server1 > server0) {
         const double per_cycle =
             static_cast<double>((server1 - server0).count()) / 1000.0 / s.many_cycles;
         out.add(make_row("many", "server CPU per cycle (" + std::to_string(leases) + " renewals)",
@@ -224,10 +226,13 @@ void run_many_leases(const settings& s, report& out) {
                          "all postmaster children; " + fixed(per_cycle / third_ms * 100) +
                              "% of one core at one cycle per ttl/3"));
     }
-    out.add(make_row("many", "client CPU per cycle (" + std::to_string(procs) + " processes)",
-                     procs,
-                     static_cast<double>((client1 - client0).count()) / 1000.0 / s.many_cycles,
-                     "ms", "the lease_set processes, all threads"));
+    if (client1 > client0)
+        out.add(make_row("many", "client CPU per cycle (" + std::to_string(procs) + " processes)",
+                         procs,
+                         static_cast<double>((client1 - client0).count()) / 1000.0 / s.many_cycles,
+                         "ms", "the lease_set processes, all threads"));
+    else
+        log("many: client CPU below /proc's resolution (10 ms); row left out");
     out.add(make_row("many", "acquire all " + std::to_string(leases) + " (processes at once)",
                      procs, acquire_ms, "ms", "one acquire_many round trip per process"));
     out.add(make_row("many", "stop: release all (slowest process)", procs, stop_ms, "ms",
