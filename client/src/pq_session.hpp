@@ -1,0 +1,159 @@
+/// @file pq_session.hpp
+/// @brief pq_backend's private parts shared by its source files: the
+/// session, the bounded call every statement goes through, and helpers.
+#pragma once
+
+#include "call_watchdog.hpp"
+#include "event_payload.hpp"
+#include "pglease/error.hpp"
+#include "pglease/pq_backend.hpp"
+#include "pqxx_sqlstate.hpp"
+
+#include <pqxx/pqxx>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace pglease {
+namespace detail {
+
+/// Collects the lease names of NOTIFY pg_lease payloads.
+class receiver final : public pqxx::notification_receiver {
+public:
+    receiver(pqxx::connection_base& conn, std::set<std::string>& sink)
+        : pqxx::notification_receiver{conn, "pg_lease"}
+        , m_sink{sink} {}
+
+    void operator()(const std::string& payload, int /*backend_pid*/) override {
+        m_sink.insert(detail::notified_lease_name(payload));
+    }
+
+private:
+    std::set<std::string>& m_sink;
+};
+
+/// Notices the server's warning that a commit stopped waiting for its
+/// synchronous standby ("canceling wait for synchronous replication ...":
+/// committed locally, maybe not replicated). PostgreSQL then reports
+/// success, so without this a grant or renewal could be believed that a
+/// failover loses (patroni#1412). The text is PostgreSQL's English one;
+/// with another lc_messages only the cancel itself is seen (see call()).
+class syncrep_watch final : public pqxx::errorhandler {
+public:
+    explicit syncrep_watch(pqxx::connection_base& conn)
+        : pqxx::errorhandler{conn} {}
+
+    bool operator()(const char msg[]) noexcept override {
+        const std::string_view text{msg};
+        if (text.find("wait for synchronous replication") != std::string_view::npos)
+            m_seen = true;
+        return true; // the older handlers (stderr) see it too
+    }
+
+    bool m_seen = false;
+};
+
+/// After a cancel request, how long the reply may take before the
+/// connection is shut down.
+constexpr std::chrono::milliseconds cancel_grace{200};
+
+/// The earlier of @p deadline and now + @p limit (no overflow for max()).
+inline clock::time_point bounded(clock::time_point deadline, std::chrono::milliseconds limit) {
+    const auto now = std::chrono::steady_clock::now();
+    if (deadline <= now || deadline - now < limit)
+        return deadline;
+    return now + limit;
+}
+
+inline std::string interval_text(std::chrono::milliseconds ttl) {
+    return std::to_string(ttl.count()) + " milliseconds";
+}
+
+inline std::optional<std::chrono::microseconds> micros(const pqxx::field& f) {
+    if (f.is_null())
+        return std::nullopt;
+    return std::chrono::microseconds{std::max<long long>(f.as<long long>(), 0)};
+}
+
+} // namespace detail
+
+/// One open session; the receiver is declared last so it goes first.
+struct pq_backend::session {
+    explicit session(const std::string& conninfo)
+        : conn{conninfo}
+        , syncrep{conn} {}
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    session(session&&) = delete;
+    session& operator=(session&&) = delete;
+    ~session() {
+        conn.disconnect(); // no UNLISTEN round trip on a dying session
+        listener.reset();
+    }
+
+    pqxx::connection conn;
+    detail::syncrep_watch syncrep;
+    std::unique_ptr<detail::receiver> listener;
+};
+
+template <typename F>
+auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
+    session& s = live();
+    const std::string prefix = std::string{what} + ": ";
+    if (std::chrono::steady_clock::now() >= deadline)
+        throw error{prefix + "no time left before the caller's deadline; not sent"};
+    // The watchdog cancels the statement at the deadline and shuts the
+    // socket down if even that does not bring the reply; the guard disarms
+    // it (waiting for a cancel in flight) before any handler below runs.
+    detail::call_watchdog::outcome dog;
+    try {
+        // The cancel owns the session: it may return after we dropped it.
+        m_watchdog->arm(deadline, s.conn.sock(), [keep = m_session] { keep->conn.cancel_query(); });
+        s.syncrep.m_seen = false;
+        auto result = [&] {
+            const detail::watch_guard guard{*m_watchdog, dog};
+            pqxx::nontransaction tx{s.conn};
+            return body(tx);
+        }();
+        // A reply after our cancel, or with the server's warning that the
+        // commit stopped waiting for its synchronous standby, is not an
+        // acknowledgment: the statement's commit may be lost in a failover.
+        // The lease resolves it (see commit_unknown): acquire again with the
+        // same identity, or let the local deadline run out.
+        const bool commits = std::string_view{what} != "lease_status"; // the one read-only call
+        if (commits && s.syncrep.m_seen)
+            throw commit_unknown{prefix + "the server committed without its synchronous "
+                                          "standby (its wait was cancelled): outcome unknown"};
+        if (commits && dog.cancelled)
+            throw commit_unknown{prefix + "the reply came after the call was cancelled at its "
+                                          "deadline (its commit may not be replicated): "
+                                          "outcome unknown"};
+        return result;
+    } catch (const commit_unknown&) {
+        throw;
+    } catch (const pqxx::broken_connection& e) {
+        drop();
+        if (dog.severed)
+            throw connection_lost{prefix + "no reply by the call's deadline, and the cancel "
+                                           "request did not land: connection dropped"};
+        throw connection_lost{prefix + e.what()};
+    } catch (const pqxx::failure& e) {
+        const std::string sqlstate = detail::sqlstate_of(e);
+        if (is_connection_sqlstate(sqlstate) || !s.conn.is_open()) {
+            drop();
+            throw connection_lost{prefix + e.what(), sqlstate};
+        }
+        if (dog.cancelled && sqlstate == "57014")
+            throw error{prefix + "no reply by the call's deadline: cancelled", sqlstate};
+        throw_for_sqlstate(prefix + e.what(), sqlstate);
+    } catch (const pqxx::pqxx_exception& e) {
+        // usage, conversion and range errors: not the server's, still ours.
+        throw error{prefix + e.base().what()};
+    }
+}
+
+} // namespace pglease
