@@ -4,12 +4,13 @@
  *	  lease_acquire: grant a free or expired lease, or say who holds it.
  *
  * Runs as SECURITY DEFINER (ordinary roles cannot write the leases table)
- * with a pinned search_path.  The decision is taken on the row locked FOR
- * NO KEY UPDATE, which fenced writers never block, so a lease that someone
- * else validly holds is refused at once; only a grant (a change of holder)
- * upgrades to FOR UPDATE and so waits, within pg_lease.takeover_timeout,
- * for the fenced transactions of the grant it ends.  New epochs are drawn
- * only under that lock, so epochs of one lease increase in grant order.
+ * with a pinned search_path.  A lease that someone else validly holds is
+ * refused from the unlocked row, at once.  Otherwise the decision is taken
+ * on the locked row: FOR NO KEY UPDATE, which fenced writers never block,
+ * to extend; FOR UPDATE for a grant (a change of holder), which waits,
+ * within pg_lease.takeover_timeout, for the fenced transactions of the
+ * grant it ends.  New epochs are drawn only under that lock, so epochs of
+ * one lease increase in grant order.
  *
  *-------------------------------------------------------------------------
  */
@@ -119,8 +120,25 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, int64 lock_delay_usec
 	TimestampTz expires_at;
 	int64		epoch;
 
-	if (LeaseLockForWrite(name, &row))
+	if (LeaseFindForLock(name, &row))
 	{
+		bool		held_by_caller;
+
+		/*
+		 * Someone else validly holds it, or its lock delay runs: refused
+		 * from the unlocked row, so followers that poll do not queue behind
+		 * the holder's renewals, and hold no lock on it.  Under REPEATABLE
+		 * READ or SERIALIZABLE that row is the transaction's snapshot, which
+		 * a refusal may report (it changes nothing).
+		 */
+		now = GetCurrentTimestamp();
+		held_by_caller = LeaseValidAt(&row, now) && LeaseTextEqual(row.holder, holder);
+		if (!held_by_caller && LeaseDecideWithoutGrant(&row, holder, now, grant))
+			return true;
+		if (held_by_caller)
+			LeaseCheckRole(name, &row);
+		if (!LeaseLockFound(&row, held_by_caller ? LEASE_LOCK_LOOK : LEASE_LOCK_CHANGE))
+			return false;		/* deleted meanwhile: look again */
 		now = GetCurrentTimestamp();
 
 		/* 1. The caller holds it already: extend, same epoch. */
@@ -176,21 +194,7 @@ static LeaseGrant
 LeaseAcquire(text *name, text *holder, int64 ttl_usec, int64 lock_delay_usec)
 {
 	LeaseGrant	grant;
-	LeaseRow	row;
 	int			attempt;
-
-	/*
-	 * A lease held by someone else is refused without locking its row, so
-	 * followers that poll do not queue behind the holder's renewals.  Under
-	 * REPEATABLE READ or SERIALIZABLE a snapshot read could be out of date,
-	 * so there every decision is made on the locked row (which raises a
-	 * serialization failure if the row changed after the snapshot).
-	 */
-	if (!IsolationUsesXactSnapshot() &&
-		LeaseReadRow(name, &row) &&
-		!LeaseTextEqual(row.holder, holder) &&
-		LeaseDecideWithoutGrant(&row, holder, GetCurrentTimestamp(), &grant))
-		return grant;
 
 	for (attempt = 0; attempt < LEASE_ACQUIRE_ATTEMPTS; attempt++)
 	{

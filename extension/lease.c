@@ -37,7 +37,7 @@ lease_renew(PG_FUNCTION_ARGS)
 
 	LeaseBegin(fcinfo);
 	/* expiry as of now, with the row locked: never revive a lease */
-	if (LeaseLockGrantOfRecord(name, holder, epoch, &row) &&
+	if (LeaseLockGrantOfRecord(name, holder, epoch, LEASE_LOCK_LOOK, &row) &&
 		LeaseValidAt(&row, GetCurrentTimestamp()))
 	{
 		expires_at = LeaseExtendLocked(name, &row, ttl_usec > 0 ? ttl_usec : row.ttl_usec);
@@ -62,7 +62,7 @@ lease_release(PG_FUNCTION_ARGS)
 	bool		released = false;
 
 	LeaseBegin(fcinfo);
-	if (LeaseLockGrantOfRecord(name, holder, epoch, &row))
+	if (LeaseLockGrantOfRecord(name, holder, epoch, LEASE_LOCK_CHANGE, &row))
 	{
 		LeaseLockForChange(name, &row);
 		LeaseFreeLocked(name, &row, "released");
@@ -82,7 +82,8 @@ lease_revoke(PG_FUNCTION_ARGS)
 	bool		revoked = false;
 
 	LeaseBegin(fcinfo);
-	if (LeaseLockForWrite(name, &row) && row.holder != NULL)
+	if (LeaseFindForLock(name, &row) && row.holder != NULL &&
+		LeaseLockFound(&row, LEASE_LOCK_CHANGE) && row.holder != NULL)
 	{
 		LeaseLockForChange(name, &row);
 		LeaseFreeLocked(name, &row, "revoked");
@@ -110,7 +111,7 @@ lease_handover(PG_FUNCTION_ARGS)
 	TimestampTz expires_at;
 
 	LeaseBegin(fcinfo);
-	if (LeaseLockGrantOfRecord(name, holder, epoch, &row) &&
+	if (LeaseLockGrantOfRecord(name, holder, epoch, LEASE_LOCK_CHANGE, &row) &&
 		LeaseValidAt(&row, GetCurrentTimestamp()))
 	{
 		LeaseLockForChange(name, &row);

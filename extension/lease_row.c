@@ -3,12 +3,15 @@
  * lease_row.c
  *	  Reading, locking and changing a lease row, for the lease functions.
  *
- * Every lease function locks the row before it decides anything, and reads
- * the clock after the lock is granted.  Two strengths are used: FOR NO KEY
- * UPDATE to look and to extend (renew, the holder acquiring again), which
- * fenced writers' FOR KEY SHARE does not block, and FOR UPDATE for any
- * change of holder or epoch, which waits for those writers (takeover.c
- * bounds that wait).  Functions that write raise synchronous_commit for
+ * Every lease function finds the row unlocked first, and refuses from it
+ * what needs no lock (a lease validly held by someone else, a grant that
+ * is not the caller's): nobody holds a lock on a lease it has no claim to.
+ * Anything else is decided on the locked row, with the clock read after
+ * the lock is granted.  Two strengths are used: FOR NO KEY UPDATE to look
+ * and to extend (renew, the holder acquiring again), which fenced writers'
+ * FOR KEY SHARE does not block, and FOR UPDATE for any change of holder or
+ * epoch, which waits for those writers (takeover.c bounds that wait); when
+ * nobody is in the way it is taken at once, else after the weaker one.  Functions that write raise synchronous_commit for
  * their transaction, so nothing they grant is acknowledged before it is
  * durable.
  *
@@ -97,39 +100,14 @@ LeaseRowFromSlot(TupleTableSlot *slot, LeaseRow *row, bool with_tuple)
 }
 
 /*
- * Read the row of lease name without locking it, as a statement of its own
- * would (a new snapshot under READ COMMITTED); false when there is none.
+ * Find the version of lease name's row that a new snapshot sees, without
+ * locking it; false when there is none.  row->tid names that version, for
+ * LeaseLockFound.  Callers refuse from this version whatever needs no
+ * lock (a lease someone else validly holds, a grant that is not the
+ * caller's), so a role cannot hold a lock on a lease it has no claim to.
  */
 bool
-LeaseReadRow(text *name, LeaseRow *row)
-{
-	Relation	rel;
-	TupleTableSlot *slot;
-	bool		found;
-
-	CommandCounterIncrement();	/* see this call's own earlier changes */
-	rel = table_open(LeaseTableRelid(), AccessShareLock);
-	slot = LeaseRowSlot(rel);
-	found = LeaseFindRow(name, GetTransactionSnapshot(), rel, slot);
-	if (found)
-		LeaseRowFromSlot(slot, row, false);
-	LeaseRowSlotRelease(slot);
-	table_close(rel, NoLock);
-	if (found)
-		ItemPointerSetInvalid(&row->tid);
-	return found;
-}
-
-/*
- * Lock the row of lease name FOR NO KEY UPDATE (newest version under READ
- * COMMITTED); false when there is none.  Enough to look and to extend, and
- * never blocked by fenced writers.  A single conditional UPDATE would not
- * do: when it waits behind another lock and the row is not updated
- * meanwhile, PostgreSQL does not re-evaluate its WHERE clause, so it would
- * judge expiry as of before the wait.
- */
-bool
-LeaseLockForWrite(text *name, LeaseRow *row)
+LeaseFindForLock(text *name, LeaseRow *row)
 {
 	Relation	rel;
 	TupleTableSlot *slot;
@@ -138,30 +116,88 @@ LeaseLockForWrite(text *name, LeaseRow *row)
 	CommandCounterIncrement();	/* see this call's own earlier changes */
 	rel = table_open(LeaseTableRelid(), RowShareLock);
 	slot = LeaseRowSlot(rel);
-	found = LeaseLockRow(name, LockTupleNoKeyExclusive, GetTransactionSnapshot(), rel, slot);
+	found = LeaseFindRow(name, GetTransactionSnapshot(), rel, slot);
 	if (found)
-		LeaseRowFromSlot(slot, row, true);
+		LeaseRowFromSlot(slot, row, false);
 	LeaseRowSlotRelease(slot);
 	table_close(rel, NoLock);
+	row->for_update = false;
 	return found;
 }
 
 /*
- * Upgrade the lock LeaseLockForWrite took to FOR UPDATE, before a change of
- * holder or epoch: waits for the fenced transactions of the grant that
- * ends, within pg_lease.takeover_timeout (takeover.c).
+ * Lock the row LeaseFindForLock found (its newest version under READ
+ * COMMITTED) and read it again; false when it was deleted meanwhile.
+ *
+ * LEASE_LOCK_LOOK takes FOR NO KEY UPDATE: enough to look and to extend,
+ * and never blocked by fenced writers.  LEASE_LOCK_CHANGE, for a change of
+ * holder, takes FOR UPDATE at once when nobody is in the way (no fenced
+ * writer, no renewal in progress): one lock, and one WAL record, where the
+ * upgrade costs two.  Otherwise it takes FOR NO KEY UPDATE, and
+ * LeaseLockForChange upgrades, waiting for the fenced writers within
+ * pg_lease.takeover_timeout (takeover.c needs the weaker lock held first).
+ *
+ * A single conditional UPDATE would not do: when it waits behind another
+ * lock and the row is not updated meanwhile, PostgreSQL does not
+ * re-evaluate its WHERE clause, so it would judge expiry as of before the
+ * wait.
+ */
+bool
+LeaseLockFound(LeaseRow *row, LeaseLockIntent intent)
+{
+	Snapshot	snapshot = GetTransactionSnapshot();
+	Relation	rel = table_open(LeaseTableRelid(), RowShareLock);
+	TupleTableSlot *slot = LeaseRowSlot(rel);
+	ItemPointerData tid = row->tid;
+	TM_Result	result = TM_WouldBlock;
+
+	row->for_update = false;
+	if (intent == LEASE_LOCK_CHANGE)
+	{
+		result = LeaseLockTid(rel, &tid, LockTupleExclusive, LockWaitSkip, snapshot, slot);
+		row->for_update = (result == TM_Ok);
+	}
+	if (result == TM_WouldBlock)
+		result = LeaseLockTid(rel, &tid, LockTupleNoKeyExclusive, LockWaitBlock, snapshot, slot);
+	if (result == TM_Ok)
+		LeaseRowFromSlot(slot, row, true);
+	LeaseRowSlotRelease(slot);
+	table_close(rel, NoLock);
+	return result == TM_Ok;
+}
+
+/*
+ * Lock the row of lease name FOR NO KEY UPDATE (newest version under READ
+ * COMMITTED); false when there is none.
+ */
+bool
+LeaseLockForWrite(text *name, LeaseRow *row)
+{
+	return LeaseFindForLock(name, row) && LeaseLockFound(row, LEASE_LOCK_LOOK);
+}
+
+/*
+ * Make sure the row is locked FOR UPDATE before a change of holder or
+ * epoch: upgrade the FOR NO KEY UPDATE lock LeaseLockFound took, waiting
+ * for the fenced transactions of the grant that ends, within
+ * pg_lease.takeover_timeout (takeover.c).
  */
 void
 LeaseLockForChange(text *name, LeaseRow *row)
 {
-	Relation	rel = table_open(LeaseTableRelid(), RowShareLock);
-	TupleTableSlot *slot = LeaseRowSlot(rel);
+	Relation	rel;
+	TupleTableSlot *slot;
 	LeaseEnding ending = {name, row->holder, row->epoch, row->expires_at};
 
+	if (row->for_update)
+		return;
+	rel = table_open(LeaseTableRelid(), RowShareLock);
+	slot = LeaseRowSlot(rel);
 	LeaseLockForHolderChange(rel, &row->tid, slot, &ending);
 	LeaseRowFromSlot(slot, row, true);
 	LeaseRowSlotRelease(slot);
 	table_close(rel, NoLock);
+	row->for_update = true;
 }
 
 bool
@@ -191,18 +227,27 @@ LeaseCheckRole(text *name, const LeaseRow *row)
 				 errdetail("Only the role that acquired a lease, or a superuser, may renew, release or hand it over.")));
 }
 
+static bool
+LeaseIsGrantOfRecord(const LeaseRow *row, text *holder, int64 epoch)
+{
+	return LeaseTextEqual(row->holder, holder) && row->epoch == epoch;
+}
+
 /*
- * Lock the row and tell whether (holder, epoch) is its grant of record,
- * expired or not; a grant of record made by another role is refused.
+ * Lock the row (as intent says) and tell whether (holder, epoch) is its
+ * grant of record, expired or not.  Another grant is refused, and another
+ * role's grant of record raises 42501, before any lock is taken: a caller
+ * with the wrong epoch cannot stall the holder's renewals by keeping its
+ * transaction open.
  */
 bool
-LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch, LeaseRow *row)
+LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch, LeaseLockIntent intent,
+					   LeaseRow *row)
 {
-	if (!LeaseLockForWrite(name, row) ||
-		!LeaseTextEqual(row->holder, holder) || row->epoch != epoch)
+	if (!LeaseFindForLock(name, row) || !LeaseIsGrantOfRecord(row, holder, epoch))
 		return false;
 	LeaseCheckRole(name, row);
-	return true;
+	return LeaseLockFound(row, intent) && LeaseIsGrantOfRecord(row, holder, epoch);
 }
 
 /* Start a change of the columns of a lease row: nothing replaced yet. */

@@ -23,9 +23,17 @@ typedef struct LeaseRow
 	int64		ttl_usec;
 	int64		lock_delay_usec;
 	int64		transitions;
-	ItemPointerData tid;		/* version locked (LeaseLockForWrite only) */
-	HeapTuple	tuple;			/* a copy of that version, or NULL */
+	ItemPointerData tid;		/* version found, then version locked */
+	HeapTuple	tuple;			/* a copy of the version locked, or NULL */
+	bool		for_update;		/* locked FOR UPDATE (else FOR NO KEY UPDATE) */
 } LeaseRow;
+
+/* What a lease function means to do with the row it locks (lease_row.c). */
+typedef enum LeaseLockIntent
+{
+	LEASE_LOCK_LOOK,			/* look, perhaps extend */
+	LEASE_LOCK_CHANGE			/* change the holder or the epoch, most likely */
+} LeaseLockIntent;
 
 /* What lease_acquire and lease_handover return or record about a grant. */
 typedef struct LeaseGrant
@@ -39,10 +47,12 @@ typedef struct LeaseGrant
 extern void LeaseBegin(FunctionCallInfo fcinfo);
 extern void LeaseEnd(text *name);
 extern uint64 LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected);
-extern bool LeaseReadRow(text *name, LeaseRow *row);
+extern bool LeaseFindForLock(text *name, LeaseRow *row);
+extern bool LeaseLockFound(LeaseRow *row, LeaseLockIntent intent);
 extern bool LeaseLockForWrite(text *name, LeaseRow *row);
 extern void LeaseLockForChange(text *name, LeaseRow *row);
-extern bool LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch, LeaseRow *row);
+extern bool LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch,
+								   LeaseLockIntent intent, LeaseRow *row);
 extern bool LeaseTextEqual(text *a, text *b);
 extern bool LeaseValidAt(const LeaseRow *row, TimestampTz now);
 extern void LeaseCheckRole(text *name, const LeaseRow *row);
