@@ -1,4 +1,4 @@
-/// @file fenced_rtt.cpp
+/// @file installed_ratios.cpp
 /// @brief N clients (threads, a connection each), one INSERT per
 /// transaction, side by side in the same rounds: a plain pqxx::work (BEGIN, INSERT, COMMIT) into an
 /// unfenced table, and pglease::run_fenced into a fenced table of the same shape, in its
@@ -8,7 +8,7 @@
 /// Prints each figure and its ratio to the plain one: the median over rounds of the per-round
 /// ratios.
 ///
-///   fenced_rtt [--rounds N] [--seconds S] [--clients 1,4,16]
+///   installed_ratios [--rounds N] [--seconds S] [--clients 1,4,16]
 ///       (server from the PG* variables; one table per client count, in turn)
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>
