@@ -8,7 +8,12 @@
 # of per-round ratios; the two sides alternate order from round to round.
 # Rows that explain the gap: the plain UPDATEs plus the history INSERT a
 # lease change writes, and plus pg_notify in the same transaction.  The
-# follower's count of notifications is checked against lease_events.
+# cycle's floor, in the preloaded half, side by side with the lease cycle
+# and the plain UPDATEs in the same rounds: each UPDATE and its history
+# INSERT in one statement (WITH u AS (UPDATE ... RETURNING ...) INSERT INTO
+# bare_events ... SELECT ... FROM u), one round trip and one commit each, as
+# a lease change writes its row and its history.  The follower's count of
+# notifications is checked against lease_events.
 #
 # With PGLEASE_BENCH=path/to/pglease_bench, each mode also times graceful
 # handovers to a waiting C++ elector (woken by NOTIFY).
@@ -64,6 +69,12 @@ $release;
 $event ('released', 'bench-' || :client_id, 'h' || :client_id, :epoch, clock_timestamp(), current_user);
 COMMIT;
 SQL
+	# the floor: each UPDATE and its history row in one statement
+	local history="${event% VALUES}"
+	cat >"$work/plain_one.sql" <<SQL
+WITH u AS (${acquire% RETURNING epoch} RETURNING name, holder, epoch, expires_at) $history SELECT 'acquired', name, holder, epoch, expires_at, current_user FROM u RETURNING epoch \\gset
+WITH u AS (${release% RETURNING true} RETURNING name, epoch, expires_at) $history SELECT 'released', name, 'h' || :client_id, epoch, expires_at, current_user FROM u;
+SQL
 	cat >"$work/plain_notify.sql" <<SQL
 BEGIN;
 $acquire \\gset
@@ -115,7 +126,7 @@ follower_stop()
 	follower_count "$1"
 }
 
-declare -A r_lease r_events r_notify tps_lease tps_plain handover
+declare -A r_lease r_events r_notify r_one tps_lease tps_plain tps_one handover
 missing=0
 for mode in plain preloaded; do
 	pg_cluster_stop cost
@@ -129,10 +140,14 @@ for mode in plain preloaded; do
 	cycles=0
 	for c in "${clients[@]}"; do
 		for r in $(seq 1 "$rounds"); do
+			# preloaded: the floor too, the plain UPDATEs between it and the lease cycle
+			o=
 			if [ $((r % 2)) -eq 1 ]; then
 				read -r l ln < <(run lease "$c")
 				read -r p _ < <(run plain "$c")
+				[ $mode = preloaded ] && read -r o _ < <(run plain_one "$c")
 			else
+				[ $mode = preloaded ] && read -r o _ < <(run plain_one "$c")
 				read -r p _ < <(run plain "$c")
 				read -r l ln < <(run lease "$c")
 			fi
@@ -141,6 +156,11 @@ for mode in plain preloaded; do
 			tps_lease[$mode.$c]="${tps_lease[$mode.$c]:-} $l"
 			tps_plain[$mode.$c]="${tps_plain[$mode.$c]:-} $p"
 			echo "$mode, $c clients, round $r: lease cycle $l/s, two plain UPDATEs $p/s, ratio $(ratio "$l" "$p")"
+			if [ -n "$o" ]; then
+				r_one[$c]="${r_one[$c]:-} $(ratio "$o" "$p")"
+				tps_one[$c]="${tps_one[$c]:-} $o"
+				echo "  UPDATE + history INSERT in one statement $o/s, ratio $(ratio "$o" "$p")"
+			fi
 			if [ $mode = plain ]; then
 				read -r e _ < <(run plain_events "$c")
 				read -r n _ < <(run plain_notify "$c")
@@ -167,12 +187,13 @@ for mode in plain preloaded; do
 done
 
 echo
-echo "| clients | cycle/s, NOTIFY at commit | cycle/s, notifier worker | 2 plain UPDATEs/s | ratio, NOTIFY at commit | ratio, notifier worker | plain + history INSERT | plain + pg_notify |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| clients | cycle/s, NOTIFY at commit | cycle/s, notifier worker | 2 plain UPDATEs/s | ratio, NOTIFY at commit | ratio, notifier worker | plain + history INSERT | plain + pg_notify | UPDATE + history INSERT in one statement (floor, preloaded) |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for c in "${clients[@]}"; do
 	echo "| $c | $(median <<<"${tps_lease[plain.$c]}") | $(median <<<"${tps_lease[preloaded.$c]}") | $(median <<<"${tps_plain[preloaded.$c]}") |" \
 		"$(median <<<"${r_lease[plain.$c]}")x | $(median <<<"${r_lease[preloaded.$c]}")x |" \
-		"$(median <<<"${r_events[$c]}")x | $(median <<<"${r_notify[$c]}")x |"
+		"$(median <<<"${r_events[$c]}")x | $(median <<<"${r_notify[$c]}")x |" \
+		"$(median <<<"${r_one[$c]}")x ($(median <<<"${tps_one[$c]}")/s) |"
 done
 echo "(medians over $rounds rounds of ${secs}s; a cycle is lease_acquire + lease_release, two commits; ratios against two plain UPDATEs)"
 if [ -n "${PGLEASE_BENCH:-}" ]; then

@@ -8,6 +8,10 @@
 # alternate order from round to round.  The fenced transactions are sent as
 # the C++ client sends them: BEGIN and the token in one query, then the
 # INSERT, then COMMIT (simple protocol, three round trips, as pqxx::work).
+# The fenced transaction's floor, side by side with the unfenced one: the
+# same unfenced transaction with the share lock the fence takes (SPEC: FOR
+# KEY SHARE on the lease row) written as plain SQL in its BEGIN, a row lock
+# and its WAL record with no trigger and no token.
 #
 #   bench/pgbench_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
 #   PG_BIN=/path/to/bin bench/pgbench_ratios.sh   # another PostgreSQL install
@@ -30,6 +34,8 @@ SELECT lease_acquire('f', 'writer', '1 day');
 CREATE TABLE fenced (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, epoch bigint);
 CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
 SELECT lease_fence('fenced', 'f');
+CREATE TABLE lock_row (id int PRIMARY KEY);
+INSERT INTO lock_row VALUES (1);
 SQL
 
 # Each client reads its epoch once: pgbench keeps a client's variables
@@ -58,6 +64,11 @@ cat >"$work/fenced_use.sql" <<SQL
 $fence_epoch_once
 BEGIN \\; SELECT lease_use('f', :epoch);
 INSERT INTO fenced (payload) VALUES ('x');
+COMMIT;
+SQL
+cat >"$work/unfenced_locked.sql" <<SQL
+BEGIN \\; SELECT 1 FROM lock_row WHERE id = 1 FOR KEY SHARE;
+INSERT INTO unfenced (payload) VALUES ('x');
 COMMIT;
 SQL
 cat >"$work/unfenced.sql" <<SQL
@@ -125,6 +136,7 @@ for c in "${clients[@]}"; do
 		renewed "$c" "$since"
 		pair fenced_set fenced_set unfenced simple "$c"
 		pair fenced_use fenced_use unfenced simple "$c"
+		pair floor unfenced_locked unfenced simple "$c"
 	done
 done
 
@@ -139,5 +151,6 @@ for c in "${clients[@]}"; do
 	echo "| lease_renew vs bare UPDATE CAS (-M prepared) | $c | $(median <<<"${tps_a[renew.$c]}") | $(median <<<"${tps_b[renew.$c]}") | $(median <<<"${ratios[renew.$c]}")x |"
 	echo "| fenced INSERT, BEGIN + SET LOCAL pg_lease.epoch vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[fenced_set.$c]}") | $(median <<<"${tps_b[fenced_set.$c]}") | $(median <<<"${ratios[fenced_set.$c]}")x |"
 	echo "| fenced INSERT, BEGIN + lease_use vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[fenced_use.$c]}") | $(median <<<"${tps_b[fenced_use.$c]}") | $(median <<<"${ratios[fenced_use.$c]}")x |"
+	echo "| the fenced transaction's floor: unfenced BEGIN + SELECT 1 ... FOR KEY SHARE, INSERT, COMMIT vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[floor.$c]}") | $(median <<<"${tps_b[floor.$c]}") | $(median <<<"${ratios[floor.$c]}")x |"
 done
 echo "(pgbench, fsync on, preloaded, a follower LISTENing; medians over $rounds rounds of ${secs}s)"

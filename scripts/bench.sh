@@ -6,9 +6,12 @@
 # them all whatever happens, prints one table and writes a JSON file.  Then
 # bench/notify_cost.sh on a server of its own: the acquire+release cycle and
 # handovers with NOTIFY at commit, then from the notifier worker (preloaded);
-# and bench/pgbench_ratios.sh: renew and the fenced INSERT measured by pgbench.
+# bench/pgbench_ratios.sh: renew and the fenced INSERT measured by pgbench;
+# and bench/installed_ratios.sh: renew, the acquire+release cycle and
+# run_fenced measured by a program built against the installed client
+# (find_package, from the bench build dir installed into a private prefix).
 #
-#   scripts/bench.sh                          # full run, 20-28 minutes on 2 cores (growth: 6-8, many: 2)
+#   scripts/bench.sh                          # full run, 25-33 minutes on 2 cores (growth: 6-8, many: 2, installed package: 3)
 #   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
 #   BENCH_JSON=out.json scripts/bench.sh      # default: $build/bench-results.json
 set -euo pipefail
@@ -21,7 +24,9 @@ sudo=()
 
 build=${PGLEASE_BENCH_BUILD_DIR:-${TMPDIR:-/tmp}/pglease-bench-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)" --target pglease_bench extension
+# pglease_client and pglease_testing: what bench/installed_ratios.sh
+# installs (cmake --install --component development) from this build dir
+cmake --build "$build" -j "$(nproc)" --target pglease_bench extension pglease_client pglease_testing
 "${sudo[@]}" make -s -f Makefile.pgxs install >/dev/null
 
 export PG_TEST_FSYNC=on # the harness's default is fsync=off: not for benchmarks
@@ -48,3 +53,8 @@ PGLEASE_BENCH="$build/bench/pglease_bench" bench/notify_cost.sh "${BENCH_NOTIFY_
 # a fenced INSERT transaction vs the unfenced one, preloaded, a follower LISTENing
 echo "bench: pgbench alone (bench/pgbench_ratios.sh)"
 bench/pgbench_ratios.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"
+# The three goals from a program built against the installed C++ package:
+# renew, the acquire+release cycle and run_fenced, each against its baseline,
+# preloaded, a follower LISTENing
+echo "bench: the installed C++ package (bench/installed_ratios.sh)"
+bench/installed_ratios.sh "$build" -- --rounds "${BENCH_NOTIFY_ROUNDS:-5}" --seconds "${BENCH_INSTALLED_SECONDS:-1}"

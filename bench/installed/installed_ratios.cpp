@@ -1,0 +1,487 @@
+/// @file installed_ratios.cpp
+/// @brief pg_lease's three goal ratios measured from a program built against the installed C++
+/// package (find_package(pglease)), each side by side with its baseline in the same rounds:
+///
+/// - renew: pglease::lease::renew() of a lease held for an hour, against a bare compare-and-swap
+///   UPDATE (prepared, autocommit) of the same row copied into a plain table of the leases' shape;
+/// - cycle: pglease::lease::acquire() + release() of a free lease, against the same two UPDATEs
+///   on a plain table of the leases' shape (those of bench/notify_cost.sh), each its own
+///   transaction;
+/// - run_fenced: one INSERT per transaction, a plain pqxx::work (BEGIN, INSERT, COMMIT) into an
+///   unfenced table against pglease::run_fenced into a fenced table of the same shape, in its
+///   one-round-trip form (fenced_work: the callable takes pqxx::transaction_base&) and in its
+///   pqxx::work& form (lease_use a statement of its own), and the same three round trips written
+///   by hand without the library (the token declared by lease_use, and by SET LOCAL
+///   pg_lease.epoch).
+///
+/// N clients, each a thread with a pqxx::connection of its own (the baselines and the fenced
+/// transactions) and a pglease::pq_backend of its own (its own session: the lease calls), each on
+/// a lease of its own. Every renewal, acquire and release is checked (renew() true, acquire() and
+/// release() true, each bare UPDATE returning its row): the first that fails ends the run with
+/// exit status 1. Within a goal the figures alternate order from round to round. Prints, per
+/// client count, each figure (median over rounds) and its ratio to its goal's baseline (median
+/// over rounds of the per-round ratios), then one summary line per goal.
+///
+///   installed_ratios [--rounds N] [--seconds S] [--clients 1,4,16]
+///       (server from the PG* variables; one table per client count, in turn)
+#include <pglease/pglease.hpp>
+#include <pqxx/pqxx>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <sys/resource.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// CPU time of this process (all its threads), in microseconds.
+double cpu_us() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    const auto us = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec);
+    };
+    return us(u.ru_utime) + us(u.ru_stime);
+}
+
+/// A renewal, acquire or release that did not succeed: the figure would count a failure.
+struct check_failed : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// This run's tables and leases, suffixed by the process id.
+struct run_names {
+    explicit run_names(const std::string& suffix)
+        : prefix{"installed_ratios_" + suffix + "_"} {}
+    std::string prefix;
+    std::string bare = prefix + "bare";                 ///< renew's baseline, LIKE leases
+    std::string plain_leases = prefix + "plain_leases"; ///< the cycle's baseline
+    std::string plain_seq = prefix + "plain_seq";
+    std::string unfenced = prefix + "unfenced";
+    std::string fenced = prefix + "fenced";
+    std::string fence_lease = prefix + "fence";
+    [[nodiscard]] std::string renew_lease(int i) const {
+        return prefix + "renew_" + std::to_string(i);
+    }
+    [[nodiscard]] std::string cycle_lease(int i) const {
+        return prefix + "cycle_" + std::to_string(i);
+    }
+    [[nodiscard]] std::string holder(int i) const { return prefix + "h" + std::to_string(i); }
+};
+
+pglease::connection_options backend_options() {
+    pglease::connection_options o;
+    o.application_name = "installed_ratios";
+    o.listen = false; // the follower listens; these clients only change leases
+    // A loaded machine's fsync can take seconds: a bound that cuts a call
+    // would fail the run, not measure it (the bound costs the same either way).
+    o.call_timeout = std::chrono::seconds{10};
+    o.acquire_timeout = std::chrono::seconds{10};
+    return o;
+}
+
+pglease::lease_options lease_options_for(std::string holder, std::chrono::milliseconds ttl) {
+    pglease::lease_options o;
+    o.identity = std::move(holder);
+    o.ttl = ttl;
+    return o;
+}
+
+/// One client: a thread's own connection, with the baselines' and the fenced statements
+/// prepared, and its own pq_backend, with a lease to renew (held from the start, ttl an hour) and
+/// a lease to cycle (free, ttl 60 s as the plain UPDATEs').
+struct client {
+    client(const run_names& names, int index)
+        : renew_lease{db, names.renew_lease(index),
+                      lease_options_for(names.holder(index), std::chrono::hours{1})}
+        , cycle_lease{db, names.cycle_lease(index),
+                      lease_options_for(names.holder(index), std::chrono::seconds{60})} {
+        if (!renew_lease.acquire())
+            throw check_failed{"cannot acquire " + renew_lease.name()};
+        conn.prepare("bare_renew", "UPDATE " + names.bare +
+                                       " SET renewed_at = clock_timestamp(), expires_at = "
+                                       "clock_timestamp() + ttl WHERE name = $1 AND holder = $2 "
+                                       "AND epoch = $3 AND expires_at > clock_timestamp() "
+                                       "RETURNING expires_at");
+        // bench/notify_cost.sh's two UPDATEs (its plain.sql)
+        conn.prepare("plain_acquire",
+                     "UPDATE " + names.plain_leases + " SET holder = $2, epoch = nextval('" +
+                         names.plain_seq +
+                         "'), acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), "
+                         "expires_at = clock_timestamp() + interval '60 s', ttl = interval '60 "
+                         "s', transitions = transitions + 1, owner_role = current_user WHERE "
+                         "name = $1 AND holder IS NULL RETURNING epoch");
+        conn.prepare("plain_release", "UPDATE " + names.plain_leases +
+                                          " SET holder = NULL, expires_at = LEAST(expires_at, "
+                                          "clock_timestamp()) WHERE name = $1 AND holder = $2 "
+                                          "RETURNING true");
+        conn.prepare("unfenced",
+                     "INSERT INTO " + names.unfenced + " (payload, epoch) VALUES ($1, $2)");
+        conn.prepare("fenced", "INSERT INTO " + names.fenced + " (payload) VALUES ($1)");
+    }
+    pqxx::connection conn{""};
+    pglease::pq_backend db{backend_options()};
+    pglease::lease renew_lease;
+    pglease::lease cycle_lease;
+};
+
+using body = std::function<void(client&)>;
+
+struct sample {
+    double rate = 0;   ///< operations per second
+    double cpu_us = 0; ///< client CPU per operation, microseconds
+};
+
+/// @p run by the first @p n clients, one thread each, for @p seconds; the rates add up. Rethrows
+/// the first exception a thread met (a failed check).
+sample measure_clients(const body& run, const std::vector<std::unique_ptr<client>>& clients,
+                       std::size_t n, double seconds) {
+    const double cpu_start = cpu_us();
+    std::vector<long> counts(n, 0);
+    std::vector<double> rates(n, 0);
+    std::vector<std::exception_ptr> errors(n);
+    std::vector<std::thread> threads;
+    const auto start = steady::now();
+    const auto end = start + std::chrono::duration<double>(seconds);
+    for (std::size_t i = 0; i < n; ++i)
+        threads.emplace_back([&, i] {
+            long count = 0;
+            try {
+                while (steady::now() < end && count < 1000000) {
+                    run(*clients[i]);
+                    ++count;
+                }
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+            counts[i] = count;
+            rates[i] = static_cast<double>(count) /
+                       std::chrono::duration<double>(steady::now() - start).count();
+        });
+    for (auto& t : threads)
+        t.join();
+    for (const auto& e : errors)
+        if (e)
+            std::rethrow_exception(e);
+    double rate = 0;
+    long total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        rate += rates[i];
+        total += counts[i];
+    }
+    return {rate, (cpu_us() - cpu_start) / static_cast<double>(std::max(total, 1L))};
+}
+
+struct figure {
+    std::string name;
+    body run;
+    std::vector<double> rates{};
+    std::vector<double> ratios{};
+    std::vector<double> cpu{};
+};
+
+/// One goal: its baseline (figures[0]), the figure the goal is about (figures[1]) and others
+/// that explain it, measured in the same rounds.
+struct goal {
+    std::string key;
+    std::string unit; ///< what one operation is
+    std::vector<figure> figures;
+};
+
+/// One line of the summary: a goal's ratio at each client count.
+struct goal_result {
+    std::string key;
+    std::string summary; ///< what the goal compares
+    double target = 0;   ///< the goal's ratio
+    std::vector<double> ratios;
+};
+
+/// This run's tables: created by the constructor (one free row per client in the cycle's
+/// plain table, the fenced table fenced by the fence lease), dropped by the destructor.
+class scratch_tables {
+public:
+    scratch_tables(pqxx::connection& admin, const run_names& names, int clients)
+        : m_admin{admin}
+        , m_names{names} {
+        pqxx::work tx{admin};
+        tx.exec("SET LOCAL client_min_messages = warning");
+        // renew's baseline: a table of the leases' shape (CHECKs, fillfactor 50), filled by
+        // copy_renew_leases() with the clients' held leases.
+        tx.exec("CREATE TABLE " + names.bare +
+                " (LIKE leases INCLUDING ALL) WITH (fillfactor = 50)");
+        // The cycle's baseline: bench/notify_cost.sh's plain table.
+        tx.exec("CREATE TABLE " + names.plain_leases +
+                " (name text PRIMARY KEY CHECK (octet_length(name) BETWEEN 1 AND 255), "
+                "holder text CHECK (octet_length(holder) BETWEEN 1 AND 255), "
+                "epoch bigint NOT NULL CHECK (epoch > 0), acquired_at timestamptz NOT NULL, "
+                "renewed_at timestamptz NOT NULL, expires_at timestamptz NOT NULL, "
+                "ttl interval NOT NULL, transitions bigint NOT NULL DEFAULT 0, "
+                "owner_role name NOT NULL) WITH (fillfactor = 50)");
+        tx.exec("CREATE SEQUENCE " + names.plain_seq + " AS bigint MINVALUE 1");
+        for (int i = 0; i < clients; ++i)
+            tx.exec_params(
+                "INSERT INTO " + names.plain_leases +
+                    " VALUES ($1, NULL, 1, now(), now(), now(), '60 s', 0, current_user)",
+                names.cycle_lease(i));
+        for (const auto& t : {names.unfenced, names.fenced})
+            tx.exec("CREATE TABLE " + t +
+                    " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text NOT NULL, "
+                    "epoch bigint)");
+        tx.exec_params("SELECT lease_fence($1::regclass, $2)", names.fenced, names.fence_lease);
+        tx.commit();
+    }
+    scratch_tables(const scratch_tables&) = delete;
+    scratch_tables& operator=(const scratch_tables&) = delete;
+    ~scratch_tables() {
+        try {
+            pqxx::work tx{m_admin};
+            tx.exec("DROP TABLE " + m_names.bare + ", " + m_names.plain_leases + ", " +
+                    m_names.unfenced + ", " + m_names.fenced);
+            tx.exec("DROP SEQUENCE " + m_names.plain_seq);
+            tx.commit();
+        } catch (const std::exception& e) {
+            std::cerr << "installed_ratios: tables not dropped: " << e.what() << "\n";
+        }
+    }
+
+    /// renew's baseline rows: copies of the clients' held leases (same holder, epoch, ttl).
+    void copy_renew_leases() {
+        pqxx::work tx{m_admin};
+        tx.exec_params("INSERT INTO " + m_names.bare +
+                           " SELECT * FROM leases WHERE starts_with(name, $1 || 'renew_')",
+                       m_names.prefix);
+        tx.commit();
+    }
+
+private:
+    pqxx::connection& m_admin;
+    const run_names& m_names;
+};
+
+/// Every goal's figures measured at @p n clients: a warm-up, then @p rounds rounds; within a
+/// goal the figures alternate order from round to round, and each figure's ratio is to the
+/// goal's baseline of the same round.
+void measure_goals(std::vector<goal>& goals, const std::vector<std::unique_ptr<client>>& clients,
+                   std::size_t n, int rounds, double seconds) {
+    for (auto& g : goals)
+        for (auto& f : g.figures)
+            (void)measure_clients(f.run, clients, n, std::min(0.2, seconds));
+    for (int r = 0; r < rounds; ++r)
+        for (auto& g : goals) {
+            std::vector<sample> now(g.figures.size());
+            for (std::size_t k = 0; k < g.figures.size(); ++k) {
+                const std::size_t i = r % 2 ? g.figures.size() - 1 - k : k;
+                now[i] = measure_clients(g.figures[i].run, clients, n, seconds);
+            }
+            for (std::size_t i = 0; i < g.figures.size(); ++i) {
+                g.figures[i].rates.push_back(now[i].rate);
+                g.figures[i].ratios.push_back(now[i].rate / now[0].rate);
+                g.figures[i].cpu.push_back(now[i].cpu_us);
+            }
+        }
+}
+
+void print_table(const std::vector<goal>& goals, int n, int rounds, double seconds) {
+    std::printf("\n%d client(s), %d rounds x %.1f s per figure\n\n| goal | figure | per "
+                "second (median) | ratio to the baseline (median of rounds) | client CPU per "
+                "op |\n|---|---|---:|---:|---:|\n",
+                n, rounds, seconds);
+    for (const auto& g : goals)
+        for (const auto& f : g.figures)
+            std::printf("| %s | %s | %.0f %s | %.2fx | %.0f us |\n", g.key.c_str(), f.name.c_str(),
+                        median(f.rates), g.unit.c_str(), median(f.ratios), median(f.cpu));
+    std::fflush(stdout);
+}
+
+void print_summary(const std::vector<goal_result>& results, const std::vector<int>& counts) {
+    std::string list;
+    for (const int n : counts)
+        list += (list.empty() ? "" : " / ") + std::to_string(n);
+    std::printf("\nsummary (installed package; median of per-round ratios at %s clients):\n",
+                list.c_str());
+    for (const auto& g : results) {
+        std::string ratios, verdicts;
+        char buf[32];
+        for (const double v : g.ratios) {
+            std::snprintf(buf, sizeof buf, "%.2fx", v);
+            ratios += (ratios.empty() ? "" : " / ") + std::string{buf};
+            verdicts +=
+                (verdicts.empty() ? "" : " / ") + std::string{v >= g.target ? "met" : "MISSED"};
+        }
+        std::printf("%s: %s: %s (goal >= %.2fx: %s)\n", g.key.c_str(), g.summary.c_str(),
+                    ratios.c_str(), g.target, verdicts.c_str());
+    }
+    std::fflush(stdout);
+}
+
+int run_all(int rounds, double seconds, const std::vector<int>& counts) {
+    const run_names names{std::to_string(::getpid())};
+    const int max_clients = *std::max_element(counts.begin(), counts.end());
+    pqxx::connection admin{""};
+    scratch_tables tables{admin, names, max_clients};
+    pglease::pq_backend admin_db{backend_options()};
+    pglease::lease fence{admin_db, names.fence_lease,
+                         lease_options_for(names.prefix + "writer", std::chrono::hours{1})};
+    if (!fence.acquire())
+        throw check_failed{"cannot acquire " + names.fence_lease};
+
+    std::vector<std::unique_ptr<client>> clients;
+    for (int i = 0; i < max_clients; ++i)
+        clients.push_back(std::make_unique<client>(names, i));
+    tables.copy_renew_leases();
+
+    // renew
+    const body lease_renew = [](client& c) {
+        if (!c.renew_lease.renew())
+            throw check_failed{"renew of " + c.renew_lease.name() + " failed"};
+    };
+    const body bare_renew = [](client& c) {
+        pqxx::nontransaction tx{c.conn};
+        const pqxx::result r = tx.exec_prepared("bare_renew", c.renew_lease.name(),
+                                                c.renew_lease.identity(), c.renew_lease.epoch());
+        if (r.size() != 1)
+            throw check_failed{"bare renew of " + c.renew_lease.name() + " matched no row"};
+    };
+    // the acquire + release cycle
+    const body lease_cycle = [](client& c) {
+        if (!c.cycle_lease.acquire())
+            throw check_failed{"acquire of " + c.cycle_lease.name() + " refused"};
+        if (!c.cycle_lease.release())
+            throw check_failed{"release of " + c.cycle_lease.name() + " refused"};
+    };
+    const body plain_cycle = [](client& c) {
+        pqxx::nontransaction tx{c.conn};
+        if (tx.exec_prepared("plain_acquire", c.cycle_lease.name(), c.cycle_lease.identity())
+                .size() != 1)
+            throw check_failed{"plain acquire of " + c.cycle_lease.name() + " matched no row"};
+        if (tx.exec_prepared("plain_release", c.cycle_lease.name(), c.cycle_lease.identity())
+                .size() != 1)
+            throw check_failed{"plain release of " + c.cycle_lease.name() + " matched no row"};
+    };
+    // run_fenced
+    const std::string payload = "payload of a typical row, some tens of bytes";
+    const std::int64_t epoch = fence.epoch();
+    const std::string begin_use = "BEGIN; SELECT lease_use(" + admin.quote(names.fence_lease) +
+                                  ", " + std::to_string(epoch) + ")";
+    const std::string begin_set =
+        "BEGIN; SET LOCAL pg_lease.epoch = '" + std::to_string(epoch) + "'";
+    const body plain_work = [&](client& c) {
+        pqxx::work tx{c.conn};
+        tx.exec_prepared0("unfenced", payload, epoch);
+        tx.commit();
+    };
+    const body fast = [&](client& c) {
+        fence.run_fenced(c.conn,
+                         [&](pqxx::transaction_base& tx) { tx.exec_prepared0("fenced", payload); });
+    };
+    const body old = [&](client& c) {
+        fence.run_fenced(c.conn, [&](pqxx::work& tx) { tx.exec_prepared0("fenced", payload); });
+    };
+    // The same three round trips written by hand, without the library: the
+    // trigger's and lease_use's cost on the server, and none of the client's.
+    const body by_hand = [&](client& c) {
+        pqxx::nontransaction tx{c.conn};
+        tx.exec(begin_use);
+        tx.exec_prepared0("fenced", payload);
+        tx.exec("COMMIT");
+    };
+    const body by_hand_set = [&](client& c) {
+        pqxx::nontransaction tx{c.conn};
+        tx.exec(begin_set);
+        tx.exec_prepared0("fenced", payload);
+        tx.exec("COMMIT");
+    };
+
+    std::vector<goal_result> results{
+        {"renew", "pglease::lease::renew() vs a bare UPDATE CAS", 0.95, {}},
+        {"cycle", "lease.acquire() + lease.release() vs two plain UPDATEs", 0.85, {}},
+        {"run_fenced", "run_fenced (fenced_work) vs a plain pqxx::work", 0.90, {}}};
+    for (const int n : counts) {
+        std::vector<goal> goals{
+            {"renew",
+             "renewals",
+             {{"bare UPDATE CAS, prepared, autocommit (baseline)", bare_renew},
+              {"pglease::lease::renew()", lease_renew}}},
+            {"cycle",
+             "cycles",
+             {{"two plain UPDATEs, prepared, one transaction each (baseline)", plain_cycle},
+              {"lease.acquire() + lease.release()", lease_cycle}}},
+            {"run_fenced",
+             "tx",
+             {{"plain pqxx::work: BEGIN, INSERT, COMMIT (baseline)", plain_work},
+              {"run_fenced, fenced_work (3 round trips)", fast},
+              {"run_fenced, pqxx::work& (4 round trips)", old},
+              {"by hand: BEGIN+lease_use in one query, INSERT, COMMIT", by_hand},
+              {"by hand: BEGIN+SET LOCAL pg_lease.epoch in one query, INSERT, COMMIT",
+               by_hand_set}}}};
+        measure_goals(goals, clients, static_cast<std::size_t>(n), rounds, seconds);
+        print_table(goals, n, rounds, seconds);
+        for (std::size_t k = 0; k < goals.size(); ++k)
+            results[k].ratios.push_back(median(goals[k].figures[1].ratios));
+    }
+    print_summary(results, counts);
+
+    for (auto& c : clients)
+        (void)c->renew_lease.release();
+    (void)fence.release();
+    return 0;
+}
+} // namespace
+
+int main(int argc, char** argv) {
+    int rounds = 5;
+    double seconds = 1.0;
+    std::vector<int> counts{1, 4, 16};
+    for (int i = 1; i < argc; i += 2) {
+        const std::string a = argv[i];
+        if (i + 1 == argc) {
+            std::cerr << "installed_ratios: " << a << " needs a value\n";
+            return 2;
+        }
+        if (a == "--rounds")
+            rounds = std::max(1, std::atoi(argv[i + 1]));
+        else if (a == "--seconds")
+            seconds = std::atof(argv[i + 1]);
+        else if (a == "--clients") {
+            counts.clear();
+            std::stringstream list{argv[i + 1]};
+            for (std::string item; std::getline(list, item, ',');)
+                counts.push_back(std::max(1, std::atoi(item.c_str())));
+        } else {
+            std::cerr << "installed_ratios: unknown option " << a << "\n";
+            return 2;
+        }
+    }
+    if (counts.empty() || !(seconds > 0)) {
+        std::cerr << "installed_ratios: --clients needs at least one count, --seconds > 0\n";
+        return 2;
+    }
+    try {
+        return run_all(rounds, seconds, counts);
+    } catch (const check_failed& e) {
+        std::cerr << "installed_ratios: CHECK FAILED: " << e.what() << "\n";
+    } catch (const std::exception& e) {
+        std::cerr << "installed_ratios: " << e.what() << "\n";
+    }
+    return 1;
+}

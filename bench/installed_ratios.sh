@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# pg_lease's goal ratios from a program built against an installed pglease
+# (find_package): lease::renew() against a bare UPDATE CAS, the
+# lease.acquire() + lease.release() cycle against two plain UPDATEs, and
+# run_fenced against a plain pqxx::work, each side by side with its baseline
+# in the same rounds (bench/installed/installed_ratios.cpp).  One throwaway
+# PostgreSQL with default durability (fsync on, synchronous_commit on) and
+# shared_preload_libraries = 'pg_lease', with a follower LISTENing on
+# pg_lease for the whole run; at the end the follower must have received
+# one notification per lease_events row.  Installs the client into a
+# private prefix only: the extension must already be installed on the
+# system.  Exits non-zero when a check fails (a renewal, acquire or release
+# that did not succeed, a notification missing).
+#
+#   bench/installed_ratios.sh [BUILD_DIR] [-- installed_ratios options]
+#       BUILD_DIR: a configured tree of this repository (default: build);
+#       the script builds the library targets the install needs
+#   bench/installed_ratios.sh build -- --clients 1,4,16 --rounds 5 --seconds 1
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+[ $# -gt 0 ] && shift
+[ "${1:-}" = -- ] && shift
+# What `cmake --install --component development` installs: both libraries
+# (a no-op when they are up to date).
+cmake --build "$build" --target pglease_client pglease_testing >/dev/null
+work=$(mktemp -d /tmp/pglease_installed_ratios.XXXXXX)
+chmod 0755 "$work"
+# Only the library's component: the extension's install rules name the
+# system's PostgreSQL directories, which --prefix does not move.
+cmake --install "$build" --prefix "$work/prefix" --component development >/dev/null
+cmake -S bench/installed -B "$work/consumer" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/consumer" >/dev/null
+grep -q "$(pwd)/client" "$work/consumer/CMakeCache.txt" &&
+	{ echo "the consumer build sees the source tree" >&2; exit 1; }
+
+export PG_CLUSTER_ROOT=$work/pg
+mkdir -p "$PG_CLUSTER_ROOT"
+source tests/harness/pg_cluster.sh
+follower=
+stop_all()
+{
+	[ -n "$follower" ] && { touch "$work/follower.stop"; wait "$follower" 2>/dev/null || true; }
+	pg_cluster_stop_all
+	rm -rf "$work"
+}
+trap stop_all EXIT
+pg_cluster_init installed
+pg_as_owner tee -a "$(pg_cluster_dir installed)/data/postgresql.conf" >/dev/null <<CONF
+fsync = on
+synchronous_commit = on
+max_connections = 100
+shared_preload_libraries = 'pg_lease'
+CONF
+pg_cluster_start installed
+psql -X -q -c "CREATE EXTENSION pg_lease"
+
+# The follower: LISTEN pg_lease for the whole run (as in pgbench_ratios.sh).
+rm -f "$work/follower.stop"
+{
+	echo "LISTEN pg_lease;"
+	while [ ! -e "$work/follower.stop" ]; do
+		echo "SELECT 1;"
+		sleep 0.2
+	done
+} | psql -X -q -A -t >"$work/follower.out" 2>&1 &
+follower=$!
+# LISTEN has run once the follower's next query shows
+until [ "$(psql -X -A -t -c "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT 1;'")" -gt 0 ]; do
+	sleep 0.1
+done
+follower_count() { grep -c '^Asynchronous notification "pg_lease" with payload "{' "$work/follower.out" || true; }
+
+echo "installed_ratios: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$work/consumer/installed_ratios" "$@"
+echo "installed_ratios: load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# Every lease change reached the follower: one notification per event (the
+# worker may still be sending, so wait for them, at most 60 s).
+events=$(psql -X -A -t -c "SELECT count(*) FROM lease_events")
+deadline=$((SECONDS + 60))
+while [ "$(follower_count)" -lt "$events" ] && [ $SECONDS -lt $deadline ]; do
+	sleep 0.5
+done
+sleep 0.5 # and no more
+touch "$work/follower.stop"
+wait "$follower" 2>/dev/null || true
+follower=
+got=$(follower_count)
+echo "installed_ratios: the follower received $got lease notifications; lease_events has $events"
+[ "$got" -eq "$events" ] || { echo "installed_ratios: NOTIFICATIONS MISSING OR EXTRA" >&2; exit 1; }
