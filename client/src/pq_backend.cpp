@@ -96,7 +96,8 @@ acquire_reply pq_backend::acquire(const std::string& name, const std::string& ho
         fn("lease_acquire") + "($1, $2, $3::interval) AS r";
     return call("lease_acquire", bounded(deadline, m_options.acquire_timeout),
                 [&](pqxx::nontransaction& tx) {
-                    const pqxx::row row = tx.exec_params1(sql, name, holder, interval_text(ttl));
+                    const pqxx::row row =
+                        m_session->exec1(tx, sql, name, holder, interval_text(ttl));
                     acquire_reply reply;
                     reply.acquired = row[0].as<bool>();
                     reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
@@ -112,24 +113,25 @@ pq_backend::renew(const std::string& name, const std::string& holder, std::int64
     const std::string sql =
         "SELECT (extract(epoch FROM (e - clock_timestamp())) * 1000000)::bigint FROM " +
         fn("lease_renew") + "($1, $2, $3, $4::interval) AS e";
-    return call("lease_renew", bounded(deadline, m_options.call_timeout),
-                [&](pqxx::nontransaction& tx) {
-                    return micros(tx.exec_params1(sql, name, holder, epoch, interval_text(ttl))[0]);
-                });
+    return call(
+        "lease_renew", bounded(deadline, m_options.call_timeout), [&](pqxx::nontransaction& tx) {
+            return micros(m_session->exec1(tx, sql, name, holder, epoch, interval_text(ttl))[0]);
+        });
 }
 
 bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {
     const std::string sql = "SELECT " + fn("lease_release") + "($1, $2, $3)";
     return call("lease_release", bounded(clock::time_point::max(), m_options.call_timeout),
                 [&](pqxx::nontransaction& tx) {
-                    return tx.exec_params1(sql, name, holder, epoch)[0].as<bool>();
+                    return m_session->exec1(tx, sql, name, holder, epoch)[0].as<bool>();
                 });
 }
 
 bool pq_backend::revoke(const std::string& name) {
     const std::string sql = "SELECT " + fn("lease_revoke") + "($1)";
-    return call("lease_revoke", bounded(clock::time_point::max(), m_options.call_timeout),
-                [&](pqxx::nontransaction& tx) { return tx.exec_params1(sql, name)[0].as<bool>(); });
+    return call(
+        "lease_revoke", bounded(clock::time_point::max(), m_options.call_timeout),
+        [&](pqxx::nontransaction& tx) { return m_session->exec1(tx, sql, name)[0].as<bool>(); });
 }
 
 std::optional<std::int64_t> pq_backend::handover(const std::string& name, const std::string& holder,
@@ -137,7 +139,8 @@ std::optional<std::int64_t> pq_backend::handover(const std::string& name, const 
     const std::string sql = "SELECT " + fn("lease_handover") + "($1, $2, $3, $4)";
     return call("lease_handover", bounded(clock::time_point::max(), m_options.call_timeout),
                 [&](pqxx::nontransaction& tx) -> std::optional<std::int64_t> {
-                    const pqxx::field f = tx.exec_params1(sql, name, holder, epoch, successor)[0];
+                    const pqxx::field f =
+                        m_session->exec1(tx, sql, name, holder, epoch, successor)[0];
                     if (f.is_null())
                         return std::nullopt;
                     return f.as<std::int64_t>();

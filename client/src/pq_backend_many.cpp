@@ -32,7 +32,7 @@ std::optional<lease_record> pq_backend::status(const std::string& name) {
     const std::string sql = status_columns + fn("lease_status") + " WHERE name = $1";
     return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
                 [&](pqxx::nontransaction& tx) -> std::optional<lease_record> {
-                    const pqxx::result r = tx.exec_params(sql, name);
+                    const pqxx::result r = m_session->exec(tx, sql, name);
                     if (r.empty())
                         return std::nullopt;
                     return record_of(r[0]);
@@ -56,8 +56,8 @@ pq_backend::renew_many(const std::vector<std::string>& names, const std::string&
         fn("lease_renew_many") + "($1::text[], $2, $3::bigint[], $4::interval) AS r";
     return call("lease_renew_many", bounded(deadline, m_options.call_timeout),
                 [&](pqxx::nontransaction& tx) {
-                    const pqxx::result r =
-                        tx.exec_params(sql, name_array, holder, epoch_array, interval_text(ttl));
+                    const pqxx::result r = m_session->exec(tx, sql, name_array, holder, epoch_array,
+                                                           interval_text(ttl));
                     if (r.size() != names.size())
                         throw error{"lease_renew_many: " + std::to_string(r.size()) + " rows for " +
                                     std::to_string(names.size()) + " leases"};
@@ -82,8 +82,8 @@ std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::strin
         fn("lease_acquire") + "(t.n, $2, $3::interval) AS r ORDER BY t.i";
     return call("lease_acquire_many", bounded(deadline, m_options.acquire_timeout),
                 [&](pqxx::nontransaction& tx) {
-                    const pqxx::result r =
-                        tx.exec_params(sql, detail::text_array(names), holder, interval_text(ttl));
+                    const pqxx::result r = m_session->exec(tx, sql, detail::text_array(names),
+                                                           holder, interval_text(ttl));
                     if (r.size() != names.size())
                         throw error{"lease_acquire_many: " + std::to_string(r.size()) +
                                     " rows for " + std::to_string(names.size()) + " leases"};
@@ -114,8 +114,8 @@ std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names
                             "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i";
     return call("lease_release_many", bounded(deadline, m_options.acquire_timeout),
                 [&](pqxx::nontransaction& tx) {
-                    const pqxx::result r = tx.exec_params(sql, detail::text_array(names), holder,
-                                                          detail::bigint_array(epochs));
+                    const pqxx::result r = m_session->exec(tx, sql, detail::text_array(names),
+                                                           holder, detail::bigint_array(epochs));
                     if (r.size() != names.size())
                         throw error{"lease_release_many: " + std::to_string(r.size()) +
                                     " rows for " + std::to_string(names.size()) + " leases"};
@@ -134,7 +134,7 @@ std::vector<lease_record> pq_backend::list(const std::string& prefix) {
     return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
                 [&](pqxx::nontransaction& tx) {
                     std::vector<lease_record> out;
-                    for (const auto& row : tx.exec_params(sql, prefix))
+                    for (const auto& row : m_session->exec(tx, sql, prefix))
                         out.push_back(record_of(row));
                     return out;
                 });

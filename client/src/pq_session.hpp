@@ -12,6 +12,7 @@
 #include <pqxx/pqxx>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <set>
@@ -69,6 +70,22 @@ inline clock::time_point bounded(clock::time_point deadline, std::chrono::millis
     return now + limit;
 }
 
+/// "pglease_" and the FNV-1a hash of @p sql: the same name for the same
+/// text in every client, so a statement another session left prepared on
+/// a pooled server connection is this one.
+inline std::string statement_name(std::string_view sql) {
+    std::uint64_t hash = 14695981039346656037ULL;
+    for (const char c : sql) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 1099511628211ULL;
+    }
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string name = "pglease_";
+    for (int shift = 60; shift >= 0; shift -= 4)
+        name += digits[(hash >> shift) & 0xf];
+    return name;
+}
+
 inline std::string interval_text(std::chrono::milliseconds ttl) {
     return std::to_string(ttl.count()) + " milliseconds";
 }
@@ -95,9 +112,44 @@ struct pq_backend::session {
         listener.reset();
     }
 
+    /// Runs @p sql as a statement this session prepared (one parse and plan
+    /// per session, not one per call), prepared on first use under a name
+    /// derived from its text. A pooler in transaction mode (pgbouncer before
+    /// 1.21) moves the session between server connections, where the
+    /// statement may be missing (26000) or already prepared (42P05): from
+    /// then on this session sends its statements unnamed. Neither error
+    /// comes after an execution, so the call still runs once.
+    template <typename... Args>
+    pqxx::result exec(pqxx::transaction_base& tx, const std::string& sql, const Args&... args) {
+        if (prepare) {
+            const std::string name = detail::statement_name(sql);
+            try {
+                conn.prepare(name, sql); // bookkeeping only: parsed at first use
+                return tx.exec_prepared(name, args...);
+            } catch (const pqxx::sql_error& e) {
+                const std::string sqlstate = detail::sqlstate_of(e);
+                if (sqlstate != "26000" && sqlstate != "42P05")
+                    throw;
+                prepare = false;
+            }
+        }
+        return tx.exec_params(sql, args...);
+    }
+
+    /// exec() of a statement that returns exactly one row: that row.
+    template <typename... Args>
+    pqxx::row exec1(pqxx::transaction_base& tx, const std::string& sql, const Args&... args) {
+        const pqxx::result r = exec(tx, sql, args...);
+        if (r.size() != 1)
+            throw pqxx::unexpected_rows{"expected 1 row from " + sql + ", got " +
+                                        std::to_string(r.size())};
+        return r[0];
+    }
+
     pqxx::connection conn;
     detail::syncrep_watch syncrep;
     std::unique_ptr<detail::receiver> listener;
+    bool prepare = true; ///< false once a pooler showed prepared statements do not hold
 };
 
 template <typename F>

@@ -99,5 +99,12 @@ if [ -n "$client_tests" ]; then
 	check "client: run_fenced's one-round-trip form through the pooler" \
 		"$client_tests" --gtest_brief=1 \
 		--gtest_filter='pg_fenced.the_fast_form_makes_as_many_round_trips_as_a_plain_work:pg_fenced.a_stale_token_fails_the_very_first_write_and_nothing_commits:pg_fenced.an_expired_token_fails_the_very_first_write_with_ls002:pg_fenced.no_token_outlives_its_transaction_in_the_session:pg_fenced.a_value_is_returned_from_the_fast_form'
+	# The client prepares its statements; on the one pooled server
+	# connection a later client session finds them there already (42P05),
+	# or missing, and goes on with unnamed statements: the tests above
+	# passed through exactly that.
+	check "client: prepared statements met the pooler and the client fell back to unnamed ones" \
+		grep -qE 'prepared statement "pglease_[0-9a-f]{16}" (already exists|does not exist)' \
+		"$(pg_cluster_dir bouncer_db)/server.log"
 fi
 finish
