@@ -28,6 +28,10 @@ class call_watchdog;
 /// connection is shut down; a watchdog thread does both, so a call in time
 /// costs no extra round trip.
 ///
+/// Each statement is prepared once per session, at first use; behind a
+/// transaction-mode pooler, where that does not hold, the session falls
+/// back to unnamed statements (see docs/cpp.md).
+///
 /// Waiting uses LISTEN pg_lease and poll(2) on the connection's socket plus
 /// a self-pipe for interrupt(): no busy polling, and another thread can wake
 /// the waiter at once.
