@@ -38,6 +38,7 @@ grep -q "$(pwd)/client" "$work/consumer/CMakeCache.txt" &&
 export PG_CLUSTER_ROOT=$work/pg
 mkdir -p "$PG_CLUSTER_ROOT"
 source tests/harness/pg_cluster.sh
+source bench/follower.sh
 follower=
 stop_all()
 {
@@ -56,21 +57,8 @@ CONF
 pg_cluster_start installed
 psql -X -q -c "CREATE EXTENSION pg_lease"
 
-# The follower: LISTEN pg_lease for the whole run (as in pgbench_ratios.sh).
-rm -f "$work/follower.stop"
-{
-	echo "LISTEN pg_lease;"
-	while [ ! -e "$work/follower.stop" ]; do
-		echo "SELECT 1;"
-		sleep 0.2
-	done
-} | psql -X -q -A -t >"$work/follower.out" 2>&1 &
-follower=$!
-# LISTEN has run once the follower's next query shows
-until [ "$(psql -X -A -t -c "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT 1;'")" -gt 0 ]; do
-	sleep 0.1
-done
-follower_count() { grep -c '^Asynchronous notification "pg_lease" with payload "{' "$work/follower.out" || true; }
+# The follower: LISTEN pg_lease for the whole run.
+follower_start installed
 
 echo "installed_ratios: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$work/consumer/installed_ratios" "$@"
@@ -79,14 +67,6 @@ echo "installed_ratios: load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Every lease change reached the follower: one notification per event (the
 # worker may still be sending, so wait for them, at most 60 s).
 events=$(psql -X -A -t -c "SELECT count(*) FROM lease_events")
-deadline=$((SECONDS + 60))
-while [ "$(follower_count)" -lt "$events" ] && [ $SECONDS -lt $deadline ]; do
-	sleep 0.5
-done
-sleep 0.5 # and no more
-touch "$work/follower.stop"
-wait "$follower" 2>/dev/null || true
-follower=
-got=$(follower_count)
+got=$(follower_stop installed "$events")
 echo "installed_ratios: the follower received $got lease notifications; lease_events has $events"
 [ "$got" -eq "$events" ] || { echo "installed_ratios: NOTIFICATIONS MISSING OR EXTRA" >&2; exit 1; }

@@ -23,6 +23,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "$@"
+source "$here/follower.sh"
 pgbench_cluster_init cost
 
 # A plain table with the leases' columns, CHECKs and fillfactor, one row
@@ -93,37 +94,6 @@ run()
 	"$pgbench" -n -M prepared -c "$2" -j "$2" -T "$secs" -f "$work/$1.sql" >"$work/run.out" 2>&1 ||
 		{ cat "$work/run.out" >&2; return 1; }
 	awk '/^number of transactions actually processed/ { split($NF, a, "/"); n = a[1] } /^tps/ { t = $3 } END { print int(t), n }' "$work/run.out"
-}
-
-# The follower: psql LISTENing; it prints what arrived after each query.
-follower_start()
-{
-	rm -f "$work/follower.stop"
-	{
-		echo "LISTEN pg_lease;"
-		while [ ! -e "$work/follower.stop" ]; do
-			echo "SELECT 1;"
-			sleep 0.2
-		done
-	} | psql -X -q -A -t >"$work/follower.$1.out" 2>&1 &
-	follower=$!
-	# LISTEN has run once the follower's next query shows
-	until [ "$(psql -X -A -t -c "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT 1;'")" -gt 0 ]; do
-		sleep 0.1
-	done
-}
-follower_count() { grep -c '^Asynchronous notification "pg_lease" with payload "{' "$work/follower.$1.out" || true; }
-# follower_stop MODE EXPECTED: once EXPECTED have arrived (or 60 s passed)
-follower_stop()
-{
-	local deadline=$((SECONDS + 60))
-	while [ "$(follower_count "$1")" -lt "$2" ] && [ $SECONDS -lt $deadline ]; do
-		sleep 0.5
-	done
-	sleep 0.5 # and no more
-	touch "$work/follower.stop"
-	wait "$follower" 2>/dev/null || true
-	follower_count "$1"
 }
 
 declare -A r_lease r_events r_notify r_one tps_lease tps_plain tps_one handover

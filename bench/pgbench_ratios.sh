@@ -18,6 +18,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "$@"
+source "$here/follower.sh"
 pgbench_cluster_init ratios
 echo "shared_preload_libraries = 'pg_lease'" | pg_as_owner tee -a "$(pg_cluster_dir ratios)/data/postgresql.conf" >/dev/null
 pg_cluster_start ratios
@@ -89,15 +90,7 @@ run()
 }
 
 # The follower: LISTEN pg_lease for the whole run.
-rm -f "$work/follower.stop"
-{
-	echo "LISTEN pg_lease;"
-	while [ ! -e "$work/follower.stop" ]; do
-		echo "SELECT 1;"
-		sleep 0.2
-	done
-} | psql -X -q -A -t >"$work/follower.out" 2>&1 &
-follower=$!
+follower_start ratios
 trap 'touch "$work/follower.stop"; wait "$follower" 2>/dev/null || true; pg_cluster_stop_all' EXIT
 
 # pair NAME SCRIPT BASELINE MODE CLIENTS: one round, order by round parity

@@ -92,7 +92,7 @@ acquire_reply pq_backend::acquire(const std::string& name, const std::string& ho
                                   std::chrono::milliseconds ttl, clock::time_point deadline) {
     const std::string sql =
         "SELECT r.acquired, r.epoch, coalesce(r.holder, ''), "
-        "(extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000000)::bigint FROM " +
+        "(date_part('epoch', r.expires_at - clock_timestamp()) * 1000000)::bigint FROM " +
         fn("lease_acquire") + "($1, $2, $3::interval) AS r";
     return call("lease_acquire", bounded(deadline, m_options.acquire_timeout),
                 [&](pqxx::nontransaction& tx) {
@@ -110,9 +110,8 @@ acquire_reply pq_backend::acquire(const std::string& name, const std::string& ho
 std::optional<std::chrono::microseconds>
 pq_backend::renew(const std::string& name, const std::string& holder, std::int64_t epoch,
                   std::chrono::milliseconds ttl, clock::time_point deadline) {
-    const std::string sql =
-        "SELECT (extract(epoch FROM (e - clock_timestamp())) * 1000000)::bigint FROM " +
-        fn("lease_renew") + "($1, $2, $3, $4::interval) AS e";
+    const std::string sql = "SELECT (date_part('epoch', " + fn("lease_renew") +
+                            "($1, $2, $3, $4::interval) - clock_timestamp()) * 1000000)::bigint";
     return call(
         "lease_renew", bounded(deadline, m_options.call_timeout), [&](pqxx::nontransaction& tx) {
             return micros(m_session->exec1(tx, sql, name, holder, epoch, interval_text(ttl))[0]);

@@ -14,7 +14,7 @@ using detail::micros;
 /// The lease_status columns both reads select, and their row as a record.
 constexpr const char* status_columns =
     "SELECT name, coalesce(holder, ''), epoch, coalesce(valid, false), "
-    "greatest(coalesce((extract(epoch FROM remaining) * 1000000)::bigint, 0), 0) FROM ";
+    "greatest(coalesce((date_part('epoch', remaining) * 1000000)::bigint, 0), 0) FROM ";
 
 lease_record record_of(const pqxx::row& row) {
     lease_record rec;
@@ -52,7 +52,7 @@ pq_backend::renew_many(const std::vector<std::string>& names, const std::string&
     const std::string name_array = detail::text_array(names);
     const std::string epoch_array = detail::bigint_array(epochs);
     const std::string sql =
-        "SELECT (extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000000)::bigint FROM " +
+        "SELECT (date_part('epoch', r.expires_at - clock_timestamp()) * 1000000)::bigint FROM " +
         fn("lease_renew_many") + "($1::text[], $2, $3::bigint[], $4::interval) AS r";
     return call("lease_renew_many", bounded(deadline, m_options.call_timeout),
                 [&](pqxx::nontransaction& tx) {
@@ -77,7 +77,7 @@ std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::strin
     // are locked in the order of @p names (WITH ORDINALITY keeps it).
     const std::string sql =
         "SELECT r.acquired, r.epoch, coalesce(r.holder, ''), "
-        "(extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000000)::bigint "
+        "(date_part('epoch', r.expires_at - clock_timestamp()) * 1000000)::bigint "
         "FROM unnest($1::text[]) WITH ORDINALITY AS t(n, i), LATERAL " +
         fn("lease_acquire") + "(t.n, $2, $3::interval) AS r ORDER BY t.i";
     return call("lease_acquire_many", bounded(deadline, m_options.acquire_timeout),
