@@ -167,16 +167,6 @@ LeaseLockFound(LeaseRow *row, LeaseLockIntent intent)
 }
 
 /*
- * Lock the row of lease name FOR NO KEY UPDATE (newest version under READ
- * COMMITTED); false when there is none.
- */
-bool
-LeaseLockForWrite(text *name, LeaseRow *row)
-{
-	return LeaseFindForLock(name, row) && LeaseLockFound(row, LEASE_LOCK_LOOK);
-}
-
-/*
  * Make sure the row is locked FOR UPDATE before a change of holder or
  * epoch: upgrade the FOR NO KEY UPDATE lock LeaseLockFound took, waiting
  * for the fenced transactions of the grant that ends, within
@@ -268,7 +258,7 @@ LeaseChangeSet(Datum *values, bool *nulls, bool *replace, int column, Datum valu
 }
 
 /*
- * Extend a held lease from now; the row is locked (LeaseLockForWrite).
+ * Extend a held lease from now; the row is locked (LeaseLockFound).
  * Returns the new expiry.
  */
 TimestampTz

@@ -49,7 +49,6 @@ extern void LeaseEnd(text *name);
 extern uint64 LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected);
 extern bool LeaseFindForLock(text *name, LeaseRow *row);
 extern bool LeaseLockFound(LeaseRow *row, LeaseLockIntent intent);
-extern bool LeaseLockForWrite(text *name, LeaseRow *row);
 extern void LeaseLockForChange(text *name, LeaseRow *row);
 extern bool LeaseLockGrantOfRecord(text *name, text *holder, int64 epoch,
 								   LeaseLockIntent intent, LeaseRow *row);
