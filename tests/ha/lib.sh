@@ -265,6 +265,21 @@ WHERE split_part(l, E'\t', 1) = :'tl';
 SQL
 }
 
+# ha_promoted_switchpoint N TL: ha_switchpoint once the promotion has written
+# its history file. Patroni may name N the leader a moment before that (the
+# crash fault once read an empty switchpoint there), so the observation is
+# retried for at most 30 s; the check on its value is not.
+ha_promoted_switchpoint()
+{
+	local value deadline=$((SECONDS + 30))
+	while [ $SECONDS -lt $deadline ]; do
+		value=$(ha_switchpoint "$1" "$2" || true)
+		[ -n "$value" ] && { echo "$value"; return 0; }
+		sleep 0.2
+	done
+	return 1
+}
+
 # ha_switchover: planned, through the leader's REST API; any candidate.
 ha_switchover()
 {

@@ -185,7 +185,7 @@ for f in "${fault_list[@]}"; do
 		ha_wait 60 ha_primary_is_not "$p" || { ha_log "no new primary after crash of $p"; exit 1; }
 		np=$(ha_primary)
 		fault_log "promoted $np timeline $(ha_timeline "$np")"
-		fault_log "wal crash flushed ${flushed:-?} dcs_optime ${optime:-?} switchpoint $(ha_switchpoint "$np" "$tl" || true)"
+		fault_log "wal crash flushed ${flushed:-?} dcs_optime ${optime:-?} switchpoint $(ha_promoted_switchpoint "$np" "$tl" || true)"
 		sleep 2
 		ha_start_node "$p"
 		fault_log "restarted $p"
@@ -208,7 +208,7 @@ for f in "${fault_list[@]}"; do
 		ha_wait 60 ha_primary_is_not "$p" || { ha_log "no new primary after crash of $p"; exit 1; }
 		np=$(ha_primary)
 		fault_log "promoted $np timeline $(ha_timeline "$np")"
-		fault_log "wal crash-lag flushed ${flushed:-?} dcs_optime ${optime:-?} switchpoint $(ha_switchpoint "$np" "$tl" || true)"
+		fault_log "wal crash-lag flushed ${flushed:-?} dcs_optime ${optime:-?} switchpoint $(ha_promoted_switchpoint "$np" "$tl" || true)"
 		sleep 2
 		ha_start_node "$p"
 		fault_log "restarted $p"
