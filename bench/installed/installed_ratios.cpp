@@ -22,8 +22,9 @@
 /// client count, each figure (median over rounds) and its ratio to its goal's baseline (median
 /// over rounds of the per-round ratios), then one summary line per goal.
 ///
-///   installed_ratios [--rounds N] [--seconds S] [--clients 1,4,16]
-///       (server from the PG* variables; one table per client count, in turn)
+///   installed_ratios [--rounds N] [--seconds S] [--clients 1,4,16] [--only renew|cycle|run_fenced]
+///       (server from the PG* variables; one table per client count, in turn; --only: that goal,
+///       for profiling one path)
 #include "side_by_side.hpp"
 
 #include <pglease/pglease.hpp>
@@ -117,6 +118,10 @@ struct client {
                                           " SET holder = NULL, expires_at = LEAST(expires_at, "
                                           "clock_timestamp()) WHERE name = $1 AND holder = $2 "
                                           "RETURNING true");
+        // lease.acquire() + lease.release() written by hand: the server's share of the cycle
+        conn.prepare("sql_acquire",
+                     "SELECT acquired, epoch FROM lease_acquire($1, $2, interval '60 s')");
+        conn.prepare("sql_release", "SELECT lease_release($1, $2, $3)");
         conn.prepare("unfenced",
                      "INSERT INTO " + names.unfenced + " (payload, epoch) VALUES ($1, $2)");
         conn.prepare("fenced", "INSERT INTO " + names.fenced + " (payload) VALUES ($1)");
@@ -197,7 +202,7 @@ private:
     const run_names& m_names;
 };
 
-int run_all(int rounds, double seconds, const std::vector<int>& counts) {
+int run_all(int rounds, double seconds, const std::vector<int>& counts, const std::string& only) {
     const run_names names{std::to_string(::getpid())};
     const int max_clients = *std::max_element(counts.begin(), counts.end());
     pqxx::connection admin{""};
@@ -241,6 +246,17 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts) {
                 .size() != 1)
             throw check_failed{"plain release of " + c.cycle_lease.name() + " matched no row"};
     };
+    const body sql_cycle = [](client& c) {
+        pqxx::nontransaction tx{c.conn};
+        const pqxx::row granted =
+            tx.exec_prepared1("sql_acquire", c.cycle_lease.name(), c.cycle_lease.identity());
+        if (!granted[0].as<bool>())
+            throw check_failed{"lease_acquire of " + c.cycle_lease.name() + " refused"};
+        if (!tx.exec_prepared1("sql_release", c.cycle_lease.name(), c.cycle_lease.identity(),
+                               granted[1].as<std::int64_t>())[0]
+                 .as<bool>())
+            throw check_failed{"lease_release of " + c.cycle_lease.name() + " refused"};
+    };
     // run_fenced
     const std::string payload = "payload of a typical row, some tens of bytes";
     const std::int64_t epoch = fence.epoch();
@@ -279,6 +295,8 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts) {
         {"renew", "pglease::lease::renew() vs a bare UPDATE CAS", 0.95, {}},
         {"cycle", "lease.acquire() + lease.release() vs two plain UPDATEs", 0.85, {}},
         {"run_fenced", "run_fenced (fenced_work) vs a plain pqxx::work", 0.90, {}}};
+    const auto kept = [&](const auto& g) { return only.empty() || g.key == only; };
+    results.erase(std::remove_if(results.begin(), results.end(), std::not_fn(kept)), results.end());
     for (const int n : counts) {
         std::vector<goal> goals{
             {"renew",
@@ -288,7 +306,9 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts) {
             {"cycle",
              "cycles",
              {{"two plain UPDATEs, prepared, one transaction each (baseline)", plain_cycle},
-              {"lease.acquire() + lease.release()", lease_cycle}}},
+              {"lease.acquire() + lease.release()", lease_cycle},
+              {"by hand: SELECT lease_acquire(...), SELECT lease_release(...), prepared",
+               sql_cycle}}},
             {"run_fenced",
              "tx",
              {{"plain pqxx::work: BEGIN, INSERT, COMMIT (baseline)", plain_work},
@@ -297,6 +317,7 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts) {
               {"by hand: BEGIN+lease_use in one query, INSERT, COMMIT", by_hand},
               {"by hand: BEGIN+SET LOCAL pg_lease.epoch in one query, INSERT, COMMIT",
                by_hand_set}}}};
+        goals.erase(std::remove_if(goals.begin(), goals.end(), std::not_fn(kept)), goals.end());
         measure_goals(goals, clients, static_cast<std::size_t>(n), rounds, seconds);
         print_table(goals, n, rounds, seconds);
         for (std::size_t k = 0; k < goals.size(); ++k)
@@ -315,6 +336,7 @@ int main(int argc, char** argv) {
     int rounds = 5;
     double seconds = 1.0;
     std::vector<int> counts{1, 4, 16};
+    std::string only;
     for (int i = 1; i < argc; i += 2) {
         const std::string a = argv[i];
         if (i + 1 == argc) {
@@ -325,6 +347,8 @@ int main(int argc, char** argv) {
             rounds = std::max(1, std::atoi(argv[i + 1]));
         else if (a == "--seconds")
             seconds = std::atof(argv[i + 1]);
+        else if (a == "--only")
+            only = argv[i + 1];
         else if (a == "--clients") {
             counts.clear();
             std::stringstream list{argv[i + 1]};
@@ -335,12 +359,16 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    if (!only.empty() && only != "renew" && only != "cycle" && only != "run_fenced") {
+        std::cerr << "installed_ratios: --only takes renew, cycle or run_fenced\n";
+        return 2;
+    }
     if (counts.empty() || !(seconds > 0)) {
         std::cerr << "installed_ratios: --clients needs at least one count, --seconds > 0\n";
         return 2;
     }
     try {
-        return run_all(rounds, seconds, counts);
+        return run_all(rounds, seconds, counts, only);
     } catch (const check_failed& e) {
         std::cerr << "installed_ratios: CHECK FAILED: " << e.what() << "\n";
     } catch (const std::exception& e) {

@@ -23,7 +23,8 @@ pq_backend::pq_backend(connection_options options)
     : m_options{std::move(options)}
     , m_conninfo{detail::build_conninfo(m_options)}
     , m_wakeup{std::make_unique<wakeup>()}
-    , m_watchdog{std::make_unique<detail::call_watchdog>(cancel_grace)} {}
+    , m_watchdog{std::make_unique<detail::call_watchdog>(cancel_grace)}
+    , m_sql{std::make_unique<detail::pq_statements>(m_options.schema)} {}
 
 pq_backend::~pq_backend() = default;
 
@@ -41,18 +42,6 @@ void pq_backend::connect() {
 
 void pq_backend::drop() noexcept {
     m_session.reset();
-}
-
-std::string pq_backend::fn(const char* name) const {
-    if (m_options.schema.empty())
-        return name;
-    std::string quoted{'"'};
-    for (const char c : m_options.schema) {
-        if (c == '"')
-            quoted += '"';
-        quoted += c;
-    }
-    return quoted + "\"." + name;
 }
 
 pq_backend::session& pq_backend::live() {
@@ -90,56 +79,42 @@ pq_backend::session& pq_backend::live() {
 
 acquire_reply pq_backend::acquire(const std::string& name, const std::string& holder,
                                   std::chrono::milliseconds ttl, clock::time_point deadline) {
-    const std::string sql =
-        "SELECT r.acquired, r.epoch, coalesce(r.holder, ''), "
-        "(date_part('epoch', r.expires_at - clock_timestamp()) * 1000000)::bigint FROM " +
-        fn("lease_acquire") + "($1, $2, $3::interval) AS r";
-    return call("lease_acquire", bounded(deadline, m_options.acquire_timeout),
-                [&](pqxx::nontransaction& tx) {
-                    const pqxx::row row =
-                        m_session->exec1(tx, sql, name, holder, interval_text(ttl));
-                    acquire_reply reply;
-                    reply.acquired = row[0].as<bool>();
-                    reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
-                    reply.holder = row[2].as<std::string>();
-                    reply.remaining = micros(row[3]);
-                    return reply;
-                });
+    return call("lease_acquire", bounded(deadline, m_options.acquire_timeout), [&] {
+        const pqxx::row row = m_session->exec1(m_sql->acquire, name, holder, interval_text(ttl));
+        acquire_reply reply;
+        reply.acquired = row[0].as<bool>();
+        reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
+        reply.holder = row[2].as<std::string>();
+        reply.remaining = micros(row[3]);
+        return reply;
+    });
 }
 
 std::optional<std::chrono::microseconds>
 pq_backend::renew(const std::string& name, const std::string& holder, std::int64_t epoch,
                   std::chrono::milliseconds ttl, clock::time_point deadline) {
-    const std::string sql = "SELECT (date_part('epoch', " + fn("lease_renew") +
-                            "($1, $2, $3, $4::interval) - clock_timestamp()) * 1000000)::bigint";
-    return call(
-        "lease_renew", bounded(deadline, m_options.call_timeout), [&](pqxx::nontransaction& tx) {
-            return micros(m_session->exec1(tx, sql, name, holder, epoch, interval_text(ttl))[0]);
-        });
+    return call("lease_renew", bounded(deadline, m_options.call_timeout), [&] {
+        return micros(m_session->exec1(m_sql->renew, name, holder, epoch, interval_text(ttl))[0]);
+    });
 }
 
 bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {
-    const std::string sql = "SELECT " + fn("lease_release") + "($1, $2, $3)";
-    return call("lease_release", bounded(clock::time_point::max(), m_options.call_timeout),
-                [&](pqxx::nontransaction& tx) {
-                    return m_session->exec1(tx, sql, name, holder, epoch)[0].as<bool>();
-                });
+    return call("lease_release", bounded(clock::time_point::max(), m_options.call_timeout), [&] {
+        return m_session->exec1(m_sql->release, name, holder, epoch)[0].as<bool>();
+    });
 }
 
 bool pq_backend::revoke(const std::string& name) {
-    const std::string sql = "SELECT " + fn("lease_revoke") + "($1)";
-    return call(
-        "lease_revoke", bounded(clock::time_point::max(), m_options.call_timeout),
-        [&](pqxx::nontransaction& tx) { return m_session->exec1(tx, sql, name)[0].as<bool>(); });
+    return call("lease_revoke", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&] { return m_session->exec1(m_sql->revoke, name)[0].as<bool>(); });
 }
 
 std::optional<std::int64_t> pq_backend::handover(const std::string& name, const std::string& holder,
                                                  std::int64_t epoch, const std::string& successor) {
-    const std::string sql = "SELECT " + fn("lease_handover") + "($1, $2, $3, $4)";
     return call("lease_handover", bounded(clock::time_point::max(), m_options.call_timeout),
-                [&](pqxx::nontransaction& tx) -> std::optional<std::int64_t> {
+                [&]() -> std::optional<std::int64_t> {
                     const pqxx::field f =
-                        m_session->exec1(tx, sql, name, holder, epoch, successor)[0];
+                        m_session->exec1(m_sql->handover, name, holder, epoch, successor)[0];
                     if (f.is_null())
                         return std::nullopt;
                     return f.as<std::int64_t>();
@@ -152,6 +127,7 @@ bool pq_backend::listen() {
     m_listen_wanted = true;
     try {
         session& s = live();
+        s.end_calls(); // LISTEN outside libpqxx's open transaction object
         if (!s.listener)
             s.listener = std::make_unique<receiver>(s.conn, m_changed);
         return true;
@@ -171,6 +147,7 @@ bool pq_backend::wait_until_event(Consume&& consume, clock::time_point until) no
     for (;;) {
         if (m_session && m_session->listener) {
             try {
+                m_session->end_calls(); // libpqxx delivers nothing while it is open
                 m_session->conn.get_notifs();
             } catch (const std::exception&) {
                 drop();       // the next call reconnects (and re-listens):

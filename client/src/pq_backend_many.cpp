@@ -11,11 +11,7 @@ using detail::bounded;
 using detail::interval_text;
 using detail::micros;
 
-/// The lease_status columns both reads select, and their row as a record.
-constexpr const char* status_columns =
-    "SELECT name, coalesce(holder, ''), epoch, coalesce(valid, false), "
-    "greatest(coalesce((date_part('epoch', remaining) * 1000000)::bigint, 0), 0) FROM ";
-
+/// A lease_status row (pq_statements::status and ::list) as a record.
 lease_record record_of(const pqxx::row& row) {
     lease_record rec;
     rec.name = row[0].as<std::string>();
@@ -29,10 +25,9 @@ lease_record record_of(const pqxx::row& row) {
 } // namespace
 
 std::optional<lease_record> pq_backend::status(const std::string& name) {
-    const std::string sql = status_columns + fn("lease_status") + " WHERE name = $1";
     return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
-                [&](pqxx::nontransaction& tx) -> std::optional<lease_record> {
-                    const pqxx::result r = m_session->exec(tx, sql, name);
+                [&]() -> std::optional<lease_record> {
+                    const pqxx::result r = m_session->exec(m_sql->status, name);
                     if (r.empty())
                         return std::nullopt;
                     return record_of(r[0]);
@@ -48,23 +43,18 @@ pq_backend::renew_many(const std::vector<std::string>& names, const std::string&
     std::vector<std::optional<std::chrono::microseconds>> out(names.size());
     if (names.empty())
         return out;
-    // Both arrays travel as one parameter each, in array literal syntax.
     const std::string name_array = detail::text_array(names);
     const std::string epoch_array = detail::bigint_array(epochs);
-    const std::string sql =
-        "SELECT (date_part('epoch', r.expires_at - clock_timestamp()) * 1000000)::bigint FROM " +
-        fn("lease_renew_many") + "($1::text[], $2, $3::bigint[], $4::interval) AS r";
-    return call("lease_renew_many", bounded(deadline, m_options.call_timeout),
-                [&](pqxx::nontransaction& tx) {
-                    const pqxx::result r = m_session->exec(tx, sql, name_array, holder, epoch_array,
-                                                           interval_text(ttl));
-                    if (r.size() != names.size())
-                        throw error{"lease_renew_many: " + std::to_string(r.size()) + " rows for " +
-                                    std::to_string(names.size()) + " leases"};
-                    for (std::size_t i = 0; i < names.size(); ++i)
-                        out[i] = micros(r[static_cast<pqxx::result::size_type>(i)][0]);
-                    return out;
-                });
+    return call("lease_renew_many", bounded(deadline, m_options.call_timeout), [&] {
+        const pqxx::result r =
+            m_session->exec(m_sql->renew_many, name_array, holder, epoch_array, interval_text(ttl));
+        if (r.size() != names.size())
+            throw error{"lease_renew_many: " + std::to_string(r.size()) + " rows for " +
+                        std::to_string(names.size()) + " leases"};
+        for (std::size_t i = 0; i < names.size(); ++i)
+            out[i] = micros(r[static_cast<pqxx::result::size_type>(i)][0]);
+        return out;
+    });
 }
 
 std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::string>& names,
@@ -73,32 +63,24 @@ std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::strin
                                                     clock::time_point deadline) {
     if (names.empty())
         return {};
-    // One statement: one round trip and one commit for every grant; rows
-    // are locked in the order of @p names (WITH ORDINALITY keeps it).
-    const std::string sql =
-        "SELECT r.acquired, r.epoch, coalesce(r.holder, ''), "
-        "(date_part('epoch', r.expires_at - clock_timestamp()) * 1000000)::bigint "
-        "FROM unnest($1::text[]) WITH ORDINALITY AS t(n, i), LATERAL " +
-        fn("lease_acquire") + "(t.n, $2, $3::interval) AS r ORDER BY t.i";
-    return call("lease_acquire_many", bounded(deadline, m_options.acquire_timeout),
-                [&](pqxx::nontransaction& tx) {
-                    const pqxx::result r = m_session->exec(tx, sql, detail::text_array(names),
-                                                           holder, interval_text(ttl));
-                    if (r.size() != names.size())
-                        throw error{"lease_acquire_many: " + std::to_string(r.size()) +
-                                    " rows for " + std::to_string(names.size()) + " leases"};
-                    std::vector<acquire_reply> out;
-                    out.reserve(names.size());
-                    for (const auto& row : r) {
-                        acquire_reply reply;
-                        reply.acquired = row[0].as<bool>();
-                        reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
-                        reply.holder = row[2].as<std::string>();
-                        reply.remaining = micros(row[3]);
-                        out.push_back(std::move(reply));
-                    }
-                    return out;
-                });
+    return call("lease_acquire_many", bounded(deadline, m_options.acquire_timeout), [&] {
+        const pqxx::result r = m_session->exec(m_sql->acquire_many, detail::text_array(names),
+                                               holder, interval_text(ttl));
+        if (r.size() != names.size())
+            throw error{"lease_acquire_many: " + std::to_string(r.size()) + " rows for " +
+                        std::to_string(names.size()) + " leases"};
+        std::vector<acquire_reply> out;
+        out.reserve(names.size());
+        for (const auto& row : r) {
+            acquire_reply reply;
+            reply.acquired = row[0].as<bool>();
+            reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
+            reply.holder = row[2].as<std::string>();
+            reply.remaining = micros(row[3]);
+            out.push_back(std::move(reply));
+        }
+        return out;
+    });
 }
 
 std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names,
@@ -109,35 +91,28 @@ std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names
         throw invalid_argument{"release_many: names and epochs must have the same length"};
     if (names.empty())
         return {};
-    const std::string sql = "SELECT " + fn("lease_release") +
-                            "(t.n, $2, t.e) FROM unnest($1::text[], $3::bigint[]) "
-                            "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i";
-    return call("lease_release_many", bounded(deadline, m_options.acquire_timeout),
-                [&](pqxx::nontransaction& tx) {
-                    const pqxx::result r = m_session->exec(tx, sql, detail::text_array(names),
-                                                           holder, detail::bigint_array(epochs));
-                    if (r.size() != names.size())
-                        throw error{"lease_release_many: " + std::to_string(r.size()) +
-                                    " rows for " + std::to_string(names.size()) + " leases"};
-                    std::vector<bool> out;
-                    out.reserve(names.size());
-                    for (const auto& row : r)
-                        out.push_back(row[0].as<bool>());
-                    return out;
-                });
+    return call("lease_release_many", bounded(deadline, m_options.acquire_timeout), [&] {
+        const pqxx::result r = m_session->exec(m_sql->release_many, detail::text_array(names),
+                                               holder, detail::bigint_array(epochs));
+        if (r.size() != names.size())
+            throw error{"lease_release_many: " + std::to_string(r.size()) + " rows for " +
+                        std::to_string(names.size()) + " leases"};
+        std::vector<bool> out;
+        out.reserve(names.size());
+        for (const auto& row : r)
+            out.push_back(row[0].as<bool>());
+        return out;
+    });
 }
 
 std::vector<lease_record> pq_backend::list(const std::string& prefix) {
-    const std::string sql =
-        status_columns + fn("lease_status") + " WHERE starts_with(name, $1) ORDER BY name";
     // "lease_status": a read-only call, as status() (no commit to be unsure of).
-    return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
-                [&](pqxx::nontransaction& tx) {
-                    std::vector<lease_record> out;
-                    for (const auto& row : m_session->exec(tx, sql, prefix))
-                        out.push_back(record_of(row));
-                    return out;
-                });
+    return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout), [&] {
+        std::vector<lease_record> out;
+        for (const auto& row : m_session->exec(m_sql->list, prefix))
+            out.push_back(record_of(row));
+        return out;
+    });
 }
 
 } // namespace pglease

@@ -7,6 +7,7 @@
 #include "event_payload.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pq_statements.hpp"
 #include "pqxx_sqlstate.hpp"
 
 #include <pqxx/pqxx>
@@ -18,6 +19,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pglease {
 namespace detail {
@@ -70,22 +72,6 @@ inline clock::time_point bounded(clock::time_point deadline, std::chrono::millis
     return now + limit;
 }
 
-/// "pglease_" and the FNV-1a hash of @p sql: the same name for the same
-/// text in every client, so a statement another session left prepared on
-/// a pooled server connection is this one.
-inline std::string statement_name(std::string_view sql) {
-    std::uint64_t hash = 14695981039346656037ULL;
-    for (const char c : sql) {
-        hash ^= static_cast<unsigned char>(c);
-        hash *= 1099511628211ULL;
-    }
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string name = "pglease_";
-    for (int shift = 60; shift >= 0; shift -= 4)
-        name += digits[(hash >> shift) & 0xf];
-    return name;
-}
-
 inline std::string interval_text(std::chrono::milliseconds ttl) {
     return std::to_string(ttl.count()) + " milliseconds";
 }
@@ -108,24 +94,41 @@ struct pq_backend::session {
     session(session&&) = delete;
     session& operator=(session&&) = delete;
     ~session() {
+        end_calls();
         conn.disconnect(); // no UNLISTEN round trip on a dying session
         listener.reset();
     }
 
-    /// Runs @p sql as a statement this session prepared (one parse and plan
-    /// per session, not one per call), prepared on first use under a name
-    /// derived from its text. A pooler in transaction mode (pgbouncer before
-    /// 1.21) moves the session between server connections, where the
-    /// statement may be missing (26000) or already prepared (42P05): from
-    /// then on this session sends its statements unnamed. Neither error
-    /// comes after an execution, so the call still runs once.
+    /// The transaction every call runs in: a nontransaction (each statement
+    /// commits by itself) kept open between calls, so a call does not pay
+    /// libpqxx's per-transaction setup, nor the read for notifications that
+    /// its BEGIN makes. libpqxx delivers no notifications while it is open:
+    /// end_calls() closes it before the session waits for them.
+    pqxx::nontransaction& calls() {
+        if (!open_calls)
+            open_calls.emplace(conn, "pglease");
+        return *open_calls;
+    }
+
+    void end_calls() noexcept { open_calls.reset(); }
+
+    /// Runs @p st as a statement this session prepared (one parse and plan
+    /// per session, not one per call), prepared on first use under its
+    /// name. A pooler in transaction mode (pgbouncer before 1.21) moves the
+    /// session between server connections, where the statement may be
+    /// missing (26000) or already prepared (42P05): from then on this
+    /// session sends its statements unnamed. Neither error comes after an
+    /// execution, so the call still runs once.
     template <typename... Args>
-    pqxx::result exec(pqxx::transaction_base& tx, const std::string& sql, const Args&... args) {
+    pqxx::result exec(const detail::statement& st, const Args&... args) {
+        pqxx::nontransaction& tx = calls();
         if (prepare) {
-            const std::string name = detail::statement_name(sql);
             try {
-                conn.prepare(name, sql); // bookkeeping only: parsed at first use
-                return tx.exec_prepared(name, args...);
+                if (std::find(prepared.begin(), prepared.end(), &st) == prepared.end()) {
+                    conn.prepare(st.name, st.sql); // bookkeeping only: parsed at first use
+                    prepared.push_back(&st);
+                }
+                return tx.exec_prepared(st.name, args...);
             } catch (const pqxx::sql_error& e) {
                 const std::string sqlstate = detail::sqlstate_of(e);
                 if (sqlstate != "26000" && sqlstate != "42P05")
@@ -133,15 +136,15 @@ struct pq_backend::session {
                 prepare = false;
             }
         }
-        return tx.exec_params(sql, args...);
+        return tx.exec_params(st.sql, args...);
     }
 
     /// exec() of a statement that returns exactly one row: that row.
     template <typename... Args>
-    pqxx::row exec1(pqxx::transaction_base& tx, const std::string& sql, const Args&... args) {
-        const pqxx::result r = exec(tx, sql, args...);
+    pqxx::row exec1(const detail::statement& st, const Args&... args) {
+        const pqxx::result r = exec(st, args...);
         if (r.size() != 1)
-            throw pqxx::unexpected_rows{"expected 1 row from " + sql + ", got " +
+            throw pqxx::unexpected_rows{"expected 1 row from " + st.sql + ", got " +
                                         std::to_string(r.size())};
         return r[0];
     }
@@ -149,15 +152,18 @@ struct pq_backend::session {
     pqxx::connection conn;
     detail::syncrep_watch syncrep;
     std::unique_ptr<detail::receiver> listener;
+    std::optional<pqxx::nontransaction> open_calls; ///< see calls()
+    std::vector<const detail::statement*> prepared; ///< known to conn.prepare()
     bool prepare = true; ///< false once a pooler showed prepared statements do not hold
 };
 
 template <typename F>
 auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
     session& s = live();
-    const std::string prefix = std::string{what} + ": ";
+    // Built only for a message: a call that succeeds allocates nothing here.
+    const auto prefix = [what] { return std::string{what} + ": "; };
     if (std::chrono::steady_clock::now() >= deadline)
-        throw error{prefix + "no time left before the caller's deadline; not sent"};
+        throw error{prefix() + "no time left before the caller's deadline; not sent"};
     // The watchdog cancels the statement at the deadline and shuts the
     // socket down if even that does not bring the reply; the guard disarms
     // it (waiting for a cancel in flight) before any handler below runs.
@@ -168,8 +174,12 @@ auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
         s.syncrep.m_seen = false;
         auto result = [&] {
             const detail::watch_guard guard{*m_watchdog, dog};
-            pqxx::nontransaction tx{s.conn};
-            return body(tx);
+            try {
+                return body();
+            } catch (...) {
+                s.end_calls(); // the next call starts from a fresh transaction object
+                throw;
+            }
         }();
         // A reply after our cancel, or with the server's warning that the
         // commit stopped waiting for its synchronous standby, is not an
@@ -178,33 +188,33 @@ auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
         // same identity, or let the local deadline run out.
         const bool commits = std::string_view{what} != "lease_status"; // the one read-only call
         if (commits && s.syncrep.m_seen)
-            throw commit_unknown{prefix + "the server committed without its synchronous "
-                                          "standby (its wait was cancelled): outcome unknown"};
+            throw commit_unknown{prefix() + "the server committed without its synchronous "
+                                            "standby (its wait was cancelled): outcome unknown"};
         if (commits && dog.cancelled)
-            throw commit_unknown{prefix + "the reply came after the call was cancelled at its "
-                                          "deadline (its commit may not be replicated): "
-                                          "outcome unknown"};
+            throw commit_unknown{prefix() + "the reply came after the call was cancelled at its "
+                                            "deadline (its commit may not be replicated): "
+                                            "outcome unknown"};
         return result;
     } catch (const commit_unknown&) {
         throw;
     } catch (const pqxx::broken_connection& e) {
         drop();
         if (dog.severed)
-            throw connection_lost{prefix + "no reply by the call's deadline, and the cancel "
-                                           "request did not land: connection dropped"};
-        throw connection_lost{prefix + e.what()};
+            throw connection_lost{prefix() + "no reply by the call's deadline, and the cancel "
+                                             "request did not land: connection dropped"};
+        throw connection_lost{prefix() + e.what()};
     } catch (const pqxx::failure& e) {
         const std::string sqlstate = detail::sqlstate_of(e);
         if (is_connection_sqlstate(sqlstate) || !s.conn.is_open()) {
             drop();
-            throw connection_lost{prefix + e.what(), sqlstate};
+            throw connection_lost{prefix() + e.what(), sqlstate};
         }
         if (dog.cancelled && sqlstate == "57014")
-            throw error{prefix + "no reply by the call's deadline: cancelled", sqlstate};
-        throw_for_sqlstate(prefix + e.what(), sqlstate);
+            throw error{prefix() + "no reply by the call's deadline: cancelled", sqlstate};
+        throw_for_sqlstate(prefix() + e.what(), sqlstate);
     } catch (const pqxx::pqxx_exception& e) {
         // usage, conversion and range errors: not the server's, still ours.
-        throw error{prefix + e.base().what()};
+        throw error{prefix() + e.base().what()};
     }
 }
 

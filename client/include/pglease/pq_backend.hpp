@@ -13,6 +13,7 @@ namespace pglease {
 
 namespace detail {
 class call_watchdog;
+struct pq_statements;
 } // namespace detail
 
 /// One database session speaking the pg_lease SQL API (SPEC section 3).
@@ -104,7 +105,6 @@ private:
     void drop() noexcept;
     template <typename F>
     auto call(const char* what, clock::time_point deadline, F&& body);
-    [[nodiscard]] std::string fn(const char* name) const;
     /// The wait of wait_for_change() and wait_for_prefix(): @p consume
     /// takes the matching names out of m_changed.
     template <typename Consume>
@@ -114,7 +114,8 @@ private:
     std::string m_conninfo;
     std::unique_ptr<wakeup> m_wakeup;
     std::unique_ptr<detail::call_watchdog> m_watchdog;
-    std::shared_ptr<session> m_session; ///< shared with a cancel request in flight
+    std::unique_ptr<const detail::pq_statements> m_sql; ///< built once: the schema is fixed
+    std::shared_ptr<session> m_session;                 ///< shared with a cancel request in flight
     bool m_listen_wanted = false;
     /// Names seen in notifications not consumed yet; "*" = unparsable payload.
     std::set<std::string> m_changed;

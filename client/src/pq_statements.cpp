@@ -1,0 +1,78 @@
+/// @file pq_statements.cpp
+/// @brief The text and prepared name of each pq_backend statement.
+#include "pq_statements.hpp"
+
+#include <cstdint>
+#include <utility>
+
+namespace pglease::detail {
+namespace {
+
+std::string name_for(const std::string& sql) {
+    std::uint64_t hash = 14695981039346656037ULL;
+    for (const char c : sql) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 1099511628211ULL;
+    }
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string name = "pglease_";
+    for (int shift = 60; shift >= 0; shift -= 4)
+        name += digits[(hash >> shift) & 0xf];
+    return name;
+}
+
+/// @p fn qualified by @p schema, as an identifier in double quotes.
+std::string qualified(const std::string& schema, const char* fn) {
+    if (schema.empty())
+        return fn;
+    std::string quoted{'"'};
+    for (const char c : schema) {
+        if (c == '"')
+            quoted += '"';
+        quoted += c;
+    }
+    return quoted + "\"." + fn;
+}
+
+/// The lease_status columns status and list select (see record_of()).
+constexpr const char* status_columns =
+    "SELECT name, coalesce(holder, ''), epoch, coalesce(valid, false), "
+    "greatest(coalesce((date_part('epoch', remaining) * 1000000)::bigint, 0), 0) FROM ";
+
+/// An acquire's reply: granted, epoch, holder, microseconds left.
+constexpr const char* acquire_columns =
+    "SELECT r.acquired, r.epoch, coalesce(r.holder, ''), "
+    "(date_part('epoch', r.expires_at - clock_timestamp()) * 1000000)::bigint FROM ";
+
+} // namespace
+
+statement::statement(std::string text)
+    : sql{std::move(text)}
+    , name{name_for(sql)} {}
+
+pq_statements::pq_statements(const std::string& schema)
+    : acquire{acquire_columns + qualified(schema, "lease_acquire") + "($1, $2, $3::interval) AS r"}
+    , renew{"SELECT (date_part('epoch', " + qualified(schema, "lease_renew") +
+            "($1, $2, $3, $4::interval) - clock_timestamp()) * 1000000)::bigint"}
+    , release{"SELECT " + qualified(schema, "lease_release") + "($1, $2, $3)"}
+    , revoke{"SELECT " + qualified(schema, "lease_revoke") + "($1)"}
+    , handover{"SELECT " + qualified(schema, "lease_handover") + "($1, $2, $3, $4)"}
+    , status{status_columns + qualified(schema, "lease_status") + " WHERE name = $1"}
+    , list{status_columns + qualified(schema, "lease_status") +
+           " WHERE starts_with(name, $1) ORDER BY name"}
+    // Both arrays travel as one parameter each, in array literal syntax.
+    , renew_many{"SELECT (date_part('epoch', r.expires_at - clock_timestamp()) * 1000000)::bigint "
+                 "FROM " +
+                 qualified(schema, "lease_renew_many") +
+                 "($1::text[], $2, $3::bigint[], $4::interval) AS r"}
+    // One statement: one round trip and one commit for every grant; rows
+    // are locked in the order of the names (WITH ORDINALITY keeps it).
+    , acquire_many{acquire_columns +
+                   std::string{"unnest($1::text[]) WITH ORDINALITY AS t(n, i), "
+                               "LATERAL "} +
+                   qualified(schema, "lease_acquire") + "(t.n, $2, $3::interval) AS r ORDER BY t.i"}
+    , release_many{"SELECT " + qualified(schema, "lease_release") +
+                   "(t.n, $2, t.e) FROM unnest($1::text[], $3::bigint[]) "
+                   "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i"} {}
+
+} // namespace pglease::detail

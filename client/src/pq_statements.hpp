@@ -1,0 +1,39 @@
+/// @file pq_statements.hpp
+/// @brief The SQL of every statement pq_backend sends, built once per
+/// backend (its schema never changes), each with the name it is prepared
+/// under: no text is assembled or hashed per call.
+#pragma once
+
+#include <string>
+
+namespace pglease::detail {
+
+/// One statement: its text and the name a session prepares it under.
+struct statement {
+    explicit statement(std::string text);
+
+    std::string sql;
+    /// "pglease_" and the FNV-1a hash of sql: the same name for the same
+    /// text in every client, so a statement another session left prepared
+    /// on a pooled server connection is this one.
+    std::string name;
+};
+
+/// pq_backend's statements, calling the functions in @p schema (quoted;
+/// empty: unqualified, found by the session's search_path).
+struct pq_statements {
+    explicit pq_statements(const std::string& schema);
+
+    statement acquire;
+    statement renew;
+    statement release;
+    statement revoke;
+    statement handover;
+    statement status;
+    statement list;
+    statement renew_many;
+    statement acquire_many;
+    statement release_many;
+};
+
+} // namespace pglease::detail
