@@ -20,10 +20,17 @@ namespace side_by_side {
 
 using steady = std::chrono::steady_clock;
 
-inline double median(std::vector<double> v) {
+/// The @p q quantile (0..1) of @p v, linear between the nearest ranks.
+inline double quantile(std::vector<double> v, double q) {
     std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(pos);
+    const std::size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+inline double median(const std::vector<double>& v) {
+    return quantile(v, 0.5);
 }
 
 /// CPU time of this process (all its threads), in microseconds.
@@ -137,13 +144,14 @@ void measure_goals(std::vector<goal<Client>>& goals,
 template <typename Client>
 void print_table(const std::vector<goal<Client>>& goals, int n, int rounds, double seconds) {
     std::printf("\n%d client(s), %d rounds x %.1f s per figure\n\n| goal | figure | per "
-                "second (median) | ratio to the baseline (median of rounds) | client CPU per "
-                "op |\n|---|---|---:|---:|---:|\n",
+                "second (median) | ratio to the baseline (median of rounds) | middle half of "
+                "the rounds' ratios | client CPU per op |\n|---|---|---:|---:|---:|---:|\n",
                 n, rounds, seconds);
     for (const auto& g : goals)
         for (const auto& f : g.figures)
-            std::printf("| %s | %s | %.0f %s | %.2fx | %.0f us |\n", g.key.c_str(), f.name.c_str(),
-                        median(f.rates), g.unit.c_str(), median(f.ratios), median(f.cpu));
+            std::printf("| %s | %s | %.0f %s | %.2fx | %.2f-%.2fx | %.0f us |\n", g.key.c_str(),
+                        f.name.c_str(), median(f.rates), g.unit.c_str(), median(f.ratios),
+                        quantile(f.ratios, 0.25), quantile(f.ratios, 0.75), median(f.cpu));
     std::fflush(stdout);
 }
 
