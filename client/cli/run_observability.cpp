@@ -2,6 +2,8 @@
 /// @brief /healthz and /metrics of `pglease run --http`.
 #include "run_observability.hpp"
 
+#include <pglease/sql_name.hpp>
+
 #include <httplib.h>
 #include <pqxx/pqxx>
 #include <prometheus/counter.h>
@@ -20,18 +22,6 @@ namespace {
 /// Renew latencies from a millisecond to past any sane call bound.
 prometheus::Histogram::BucketBoundaries renew_buckets() {
     return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
-}
-
-std::string qualify(const std::string& schema, const std::string& object) {
-    if (schema.empty())
-        return object;
-    std::string q{'"'};
-    for (const char c : schema) {
-        if (c == '"')
-            q += '"';
-        q += c;
-    }
-    return q + "\"." + object;
 }
 
 } // namespace
@@ -89,9 +79,10 @@ struct run_observability::state {
             pqxx::connection conn{conninfo};
             pqxx::nontransaction tx{conn};
             tx.exec0("SET statement_timeout = 1000");
-            const auto r = tx.exec_params("SELECT transitions FROM " + qualify(schema, "leases") +
-                                              " WHERE name = $1",
-                                          lease.name());
+            const auto r =
+                tx.exec_params("SELECT transitions FROM " +
+                                   pglease::qualified_name(schema, "leases") + " WHERE name = $1",
+                               lease.name());
             transitions.Set(r.empty() ? 0.0 : r[0][0].as<double>());
             read_rejections(tx);
             return true;
@@ -103,10 +94,10 @@ struct run_observability::state {
     /// Counters exist only with pg_lease preloaded: without, no series.
     void read_rejections(pqxx::nontransaction& tx) {
         try {
-            const auto r =
-                tx.exec_params("SELECT rejected_stale, rejected_not_held, rejected_no_token FROM " +
-                                   qualify(schema, "lease_counters") + " WHERE name = $1",
-                               lease.name());
+            const auto r = tx.exec_params(
+                "SELECT rejected_stale, rejected_not_held, rejected_no_token FROM " +
+                    pglease::qualified_name(schema, "lease_counters") + " WHERE name = $1",
+                lease.name());
             const char* codes[] = {"LS001", "LS002", "LS003"};
             for (int i = 0; i < 3; ++i) {
                 auto& c = rejections.Add({{"lease", lease.name()}, {"sqlstate", codes[i]}});

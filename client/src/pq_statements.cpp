@@ -2,6 +2,8 @@
 /// @brief The text and prepared name of each pq_backend statement.
 #include "pq_statements.hpp"
 
+#include "pglease/sql_name.hpp"
+
 #include <cstdint>
 #include <utility>
 
@@ -21,17 +23,8 @@ std::string name_for(const std::string& sql) {
     return name;
 }
 
-/// @p fn qualified by @p schema, as an identifier in double quotes.
 std::string qualified(const std::string& schema, const char* fn) {
-    if (schema.empty())
-        return fn;
-    std::string quoted{'"'};
-    for (const char c : schema) {
-        if (c == '"')
-            quoted += '"';
-        quoted += c;
-    }
-    return quoted + "\"." + fn;
+    return qualified_name(schema, fn);
 }
 
 /// The lease_status columns status and list select (see record_of()).

@@ -22,4 +22,5 @@
 #include "pglease/observer_options.hpp"
 #include "pglease/pq_backend.hpp"
 #include "pglease/scoped_lease.hpp"
+#include "pglease/sql_name.hpp"
 #include "pglease/stop_token.hpp"
