@@ -179,7 +179,9 @@ TEST_F(pg_handover, yield_to_an_identity_nobody_runs_leaves_the_lease_until_its_
     // still campaigning, takes it over with a new epoch.
     std::this_thread::sleep_for(1000ms);
     EXPECT_FALSE(a.leading()) << "the lease must sit with the successor until its ttl";
-    ASSERT_TRUE(eventually([&] { return a.leading(); }, 5s));
+    // leading() turns true before the callback queue runs on_started_leading:
+    // wait for the second term's callback too, or started_at is the first's.
+    ASSERT_TRUE(eventually([&] { return a.leading() && ta.started.load() >= 2; }, 5s));
     const auto took = std::chrono::duration_cast<ms>(ta.at(&timeline::started_at) - handed);
     std::cout << "[ timing ] handover to a dead identity -> lease usable again: " << took.count()
               << " ms (ttl 2000 ms)\n";
