@@ -18,8 +18,10 @@ follower_start()
 		done
 	} | psql -X -q -A -t >"$work/follower.$1.out" 2>&1 &
 	follower=$!
-	# LISTEN has run once the follower's next query shows
+	# LISTEN has run once the follower's next query shows (at most 20 s)
+	local deadline=$((SECONDS + 20))
 	until [ "$(psql -X -A -t -c "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT 1;'")" -gt 0 ]; do
+		[ "$SECONDS" -lt "$deadline" ] || { echo "follower: not listening after 20 s" >&2; return 1; }
 		sleep 0.1
 	done
 }

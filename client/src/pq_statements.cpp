@@ -23,10 +23,6 @@ std::string name_for(const std::string& sql) {
     return name;
 }
 
-std::string qualified(const std::string& schema, const char* fn) {
-    return qualified_name(schema, fn);
-}
-
 /// The lease_status columns status and list select (see record_of()).
 constexpr const char* status_columns =
     "SELECT name, coalesce(holder, ''), epoch, coalesce(valid, false), "
@@ -44,27 +40,29 @@ statement::statement(std::string text)
     , name{name_for(sql)} {}
 
 pq_statements::pq_statements(const std::string& schema)
-    : acquire{acquire_columns + qualified(schema, "lease_acquire") + "($1, $2, $3::interval) AS r"}
-    , renew{"SELECT (date_part('epoch', " + qualified(schema, "lease_renew") +
+    : acquire{acquire_columns + qualified_name(schema, "lease_acquire") +
+              "($1, $2, $3::interval) AS r"}
+    , renew{"SELECT (date_part('epoch', " + qualified_name(schema, "lease_renew") +
             "($1, $2, $3, $4::interval) - clock_timestamp()) * 1000000)::bigint"}
-    , release{"SELECT " + qualified(schema, "lease_release") + "($1, $2, $3)"}
-    , revoke{"SELECT " + qualified(schema, "lease_revoke") + "($1)"}
-    , handover{"SELECT " + qualified(schema, "lease_handover") + "($1, $2, $3, $4)"}
-    , status{status_columns + qualified(schema, "lease_status") + " WHERE name = $1"}
-    , list{status_columns + qualified(schema, "lease_status") +
+    , release{"SELECT " + qualified_name(schema, "lease_release") + "($1, $2, $3)"}
+    , revoke{"SELECT " + qualified_name(schema, "lease_revoke") + "($1)"}
+    , handover{"SELECT " + qualified_name(schema, "lease_handover") + "($1, $2, $3, $4)"}
+    , status{status_columns + qualified_name(schema, "lease_status") + " WHERE name = $1"}
+    , list{status_columns + qualified_name(schema, "lease_status") +
            " WHERE starts_with(name, $1) ORDER BY name"}
     // Both arrays travel as one parameter each, in array literal syntax.
     , renew_many{"SELECT (date_part('epoch', r.expires_at - clock_timestamp()) * 1000000)::bigint "
                  "FROM " +
-                 qualified(schema, "lease_renew_many") +
+                 qualified_name(schema, "lease_renew_many") +
                  "($1::text[], $2, $3::bigint[], $4::interval) AS r"}
     // One statement: one round trip and one commit for every grant; rows
     // are locked in the order of the names (WITH ORDINALITY keeps it).
     , acquire_many{acquire_columns +
                    std::string{"unnest($1::text[]) WITH ORDINALITY AS t(n, i), "
                                "LATERAL "} +
-                   qualified(schema, "lease_acquire") + "(t.n, $2, $3::interval) AS r ORDER BY t.i"}
-    , release_many{"SELECT " + qualified(schema, "lease_release") +
+                   qualified_name(schema, "lease_acquire") +
+                   "(t.n, $2, $3::interval) AS r ORDER BY t.i"}
+    , release_many{"SELECT " + qualified_name(schema, "lease_release") +
                    "(t.n, $2, t.e) FROM unnest($1::text[], $3::bigint[]) "
                    "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i"} {}
 
