@@ -97,6 +97,7 @@ static struct
 	Oid			leases;
 	Oid			events;
 	Oid			epoch_sequence;
+	Oid			namespace;
 	bool		schema_11;		/* the 1.1 columns exist */
 	SPIPlanPtr	plans[LEASE_PLAN_COUNT];
 }			lease_catalog;
@@ -166,6 +167,7 @@ LeaseCatalogEnsure(Oid member_func)
 	lease_catalog.schema_sql = NULL;
 
 	namespace = get_func_namespace(member_func);
+	lease_catalog.namespace = namespace;
 	lease_catalog.leases = LeaseRelationIn(namespace, "leases");
 	lease_catalog.events = LeaseRelationIn(namespace, "lease_events");
 	lease_catalog.epoch_sequence = LeaseRelationIn(namespace, "lease_epoch_seq");
@@ -214,6 +216,16 @@ Oid
 LeaseEventsRelid(void)
 {
 	return lease_catalog.events;
+}
+
+/*
+ * lease_upgrades, looked up afresh (1.3 and later; InvalidOid before): an
+ * update adds it without touching the leases table.
+ */
+Oid
+LeaseUpgradesRelid(void)
+{
+	return get_relname_relid("lease_upgrades", lease_catalog.namespace);
 }
 
 /* Whether the installed SQL objects are those of version 1.1 or later. */

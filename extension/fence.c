@@ -7,14 +7,15 @@
  * BEFORE TRUNCATE FOR EACH STATEMENT, installed by lease_fence() with two
  * arguments: the lease name and the epoch column.  A write passes only if
  * its token is the lease's current epoch, the lease has a holder and has not
- * expired.  The check key-share-locks the lease row until the transaction
- * ends, so no change of holder can commit while a write that passed is
- * still open; renewals, which take a weaker lock than a change of holder,
- * go on meanwhile.
+ * expired.  The check share-locks the token's grant in the lock manager
+ * (fence_lock.c) until the transaction ends, then reads the lease row, so
+ * no change of holder can commit while a write that passed is still open;
+ * renewals, which never take that lock, go on meanwhile.
  *
  * Hot path: the trigger's arguments and column number are kept for the
- * statement (fn_extra) and the locked lease row for the transaction
- * (xact_state.c), so a row after the first costs a clock read, no query.
+ * statement (fn_extra) and the lease row read under the lock for the
+ * transaction (xact_state.c), so a row after the first costs a clock read,
+ * no lookup.
  *
  *-------------------------------------------------------------------------
  */
@@ -96,13 +97,17 @@ FenceConfigFor(FunctionCallInfo fcinfo, TriggerData *trigdata)
 
 /*
  * Step 1: a token the transaction declared, with lease_use() or with
- * pg_lease.epoch.  From the setting, the epoch that is the lease's current
- * one is used, or else the largest listed (it is refused, but named).
+ * pg_lease.epoch.  From a list in the setting, the epoch that is the
+ * lease's current one is used, or else the largest listed (it is refused,
+ * but named).
  */
 static FenceTokenSource
-FenceDeclaredToken(const FenceConfig *config, int64 *token, const LeaseRowState **row)
+FenceDeclaredToken(const FenceConfig *config, int64 *token)
 {
 	const LeaseEpochList *list;
+	const LeaseRowState *kept;
+	LeaseRowState current;
+	bool		found;
 	int			i;
 
 	if (LeaseDeclaredToken(config->lease, token))
@@ -111,12 +116,17 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token, const LeaseRowState 
 	list = LeaseSettingEpochs();
 	if (list->count == 0)
 		return FENCE_TOKEN_NONE;
-
-	*row = LeaseLockRowShared(config->lease);
 	*token = list->epochs[0];
+	if (list->count == 1)
+		return FENCE_TOKEN_SETTING;
+
+	kept = LeaseLockedGrant(config->lease);
+	found = kept != NULL || LeasePeekRow(config->lease, &current);
+	if (kept != NULL)
+		current = *kept;
 	for (i = 0; i < list->count; i++)
 	{
-		if (*row != NULL && list->epochs[i] == (*row)->epoch)
+		if (found && list->epochs[i] == current.epoch)
 		{
 			*token = list->epochs[i];
 			break;
@@ -124,6 +134,31 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token, const LeaseRowState 
 		*token = Max(*token, list->epochs[i]);
 	}
 	return FENCE_TOKEN_SETTING;
+}
+
+/*
+ * The lease row once the fence lock of the token's grant is held.  With a
+ * list of epochs in pg_lease.epoch, the grant may change between choosing
+ * the token and taking its lock: if the new grant is listed too, lock that
+ * one instead (epochs only grow, so this ends).
+ */
+static const LeaseRowState *
+FenceLockRow(const FenceConfig *config, FenceTokenSource source, int64 *token)
+{
+	const LeaseRowState *row = LeaseLockGrantShared(config->lease, *token);
+	const LeaseEpochList *list = LeaseSettingEpochs();
+	int			i;
+
+	while (source == FENCE_TOKEN_SETTING && row != NULL && row->epoch > *token)
+	{
+		for (i = 0; i < list->count && list->epochs[i] != row->epoch; i++)
+			;
+		if (i == list->count)
+			break;
+		*token = row->epoch;
+		row = LeaseLockGrantShared(config->lease, *token);
+	}
+	return row;
 }
 
 /*
@@ -242,7 +277,8 @@ FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowS
 {
 	if (FencePasses(token, row, GetCurrentTimestamp()))
 		return;
-	if (row != NULL && row->epoch == token && row->held)
+	if (row != NULL && row->epoch == token && row->held &&
+		LeaseLockedGrant(config->lease) == row)
 	{
 		row = LeaseRefreshRow(config->lease);
 		if (FencePasses(token, row, GetCurrentTimestamp()))
@@ -273,7 +309,7 @@ Datum
 lease_fence_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	const LeaseRowState *row = NULL;
+	const LeaseRowState *row;
 	const FenceConfig *config;
 	FenceTokenSource source;
 	TriggerEvent event;
@@ -296,14 +332,13 @@ lease_fence_trigger(PG_FUNCTION_ARGS)
 	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
 	config = FenceConfigFor(fcinfo, trigdata);
 
-	source = FenceDeclaredToken(config, &token, &row);
+	source = FenceDeclaredToken(config, &token);
 	if (source == FENCE_TOKEN_NONE && !TRIGGER_FIRED_BY_TRUNCATE(event))
 		source = FenceRowToken(config, trigdata, &token);
 	if (source == FENCE_TOKEN_NONE)
 		FenceRejectNoToken(config, rel);
 
-	if (row == NULL)
-		row = LeaseLockRowShared(config->lease);
+	row = FenceLockRow(config, source, &token);
 	FenceCheck(config, rel, token, row);
 
 	if (TRIGGER_FIRED_BY_TRUNCATE(event))
@@ -327,12 +362,17 @@ lease_use(PG_FUNCTION_ARGS)
 {
 	text	   *name = LeaseLabelArg(fcinfo, 0, "lease name");
 	int64		epoch = LeaseEpochArg(fcinfo, 1);
+	char	   *str;
 
 	if (epoch <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("epoch must be positive")));
 	WarnNoTransactionBlock(true, "lease_use()");
-	LeaseDeclareToken(text_to_cstring(name), epoch);
+	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
+	str = text_to_cstring(name);
+	LeaseDeclareToken(str, epoch);
+	/* a fenced transaction from here on: the grant's fence lock, at once */
+	(void) LeaseLockGrantShared(str, epoch);
 	PG_RETURN_VOID();
 }

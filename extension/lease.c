@@ -14,6 +14,7 @@
  *-------------------------------------------------------------------------
  */
 #include "lease_row.h"
+#include "evict.h"
 
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -123,4 +124,29 @@ lease_handover(PG_FUNCTION_ARGS)
 	if (new_epoch == 0)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(new_epoch);
+}
+
+/*
+ * For lease_prune, before it deletes the row of a long-expired lease: wait
+ * for the fenced transactions of its grant, then end them, as a change of
+ * holder does, so that none of them commits after the row is gone.  The
+ * caller has locked the row.
+ */
+PG_FUNCTION_INFO_V1(lease_end_grant_writers);
+Datum
+lease_end_grant_writers(PG_FUNCTION_ARGS)
+{
+	text	   *name = LeaseLabelArg(fcinfo, 0, "lease name");
+	text	   *holder = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+	int64		epoch = LeaseEpochArg(fcinfo, 2);
+	LeaseEnding ending = {name, holder, epoch, 0};
+	LeaseTakeover takeover;
+
+	LeaseRequireArg(fcinfo, 3, "expires_at");
+	ending.expires_at = PG_GETARG_TIMESTAMPTZ(3);
+	LeaseBegin(fcinfo);
+	LeaseTakeoverBegin(&takeover, &ending);
+	LeaseFenceLockExclusive(&takeover);
+	LeaseTakeoverEnd(&takeover);
+	PG_RETURN_VOID();
 }

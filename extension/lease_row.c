@@ -8,16 +8,18 @@
  * is not the caller's): nobody holds a lock on a lease it has no claim to.
  * Anything else is decided on the locked row, with the clock read after
  * the lock is granted.  Two strengths are used: FOR NO KEY UPDATE to look
- * and to extend (renew, the holder acquiring again), which fenced writers'
- * FOR KEY SHARE does not block, and FOR UPDATE for any change of holder or
- * epoch, which waits for those writers (takeover.c bounds that wait); when
- * nobody is in the way it is taken at once, else after the weaker one.  Functions that write raise synchronous_commit for
- * their transaction, so nothing they grant is acknowledged before it is
- * durable.
+ * and to extend (renew, the holder acquiring again), and FOR UPDATE for any
+ * change of holder or epoch, taken at once when nobody is in the way, else
+ * after the weaker one.  A change of holder also locks the grant it ends
+ * exclusively in the lock manager, which waits for that grant's fenced
+ * writers (fence_lock.c; takeover.c for writers that still lock the row, as
+ * 1.2 did).  Functions that write raise synchronous_commit for their
+ * transaction, so nothing they grant is acknowledged before it is durable.
  *
  *-------------------------------------------------------------------------
  */
 #include "lease_row.h"
+#include "evict.h"
 
 #include "access/table.h"
 #include "access/tableam.h"
@@ -167,27 +169,33 @@ LeaseLockFound(LeaseRow *row, LeaseLockIntent intent)
 }
 
 /*
- * Make sure the row is locked FOR UPDATE before a change of holder or
- * epoch: upgrade the FOR NO KEY UPDATE lock LeaseLockFound took, waiting
- * for the fenced transactions of the grant that ends, within
- * pg_lease.takeover_timeout (takeover.c).
+ * Before a change of holder or epoch: lock the grant that ends exclusively
+ * in the lock manager (fence_lock.c), and make sure the row is locked FOR
+ * UPDATE (upgrading the FOR NO KEY UPDATE lock LeaseLockFound took, for
+ * fenced writers of 1.2's kind: takeover.c).  Both wait for the fenced
+ * transactions of the grant that ends, within one pg_lease.takeover_timeout
+ * counted from here.
  */
 void
 LeaseLockForChange(text *name, LeaseRow *row)
 {
-	Relation	rel;
-	TupleTableSlot *slot;
 	LeaseEnding ending = {name, row->holder, row->epoch, row->expires_at};
+	LeaseTakeover takeover;
 
-	if (row->for_update)
-		return;
-	rel = table_open(LeaseTableRelid(), RowShareLock);
-	slot = LeaseRowSlot(rel);
-	LeaseLockForHolderChange(rel, &row->tid, slot, &ending);
-	LeaseRowFromSlot(slot, row, true);
-	LeaseRowSlotRelease(slot);
-	table_close(rel, NoLock);
-	row->for_update = true;
+	LeaseTakeoverBegin(&takeover, &ending);
+	LeaseFenceLockExclusive(&takeover);
+	if (!row->for_update)
+	{
+		Relation	rel = table_open(LeaseTableRelid(), RowShareLock);
+		TupleTableSlot *slot = LeaseRowSlot(rel);
+
+		LeaseLockForHolderChange(rel, &row->tid, slot, &takeover);
+		LeaseRowFromSlot(slot, row, true);
+		LeaseRowSlotRelease(slot);
+		table_close(rel, NoLock);
+		row->for_update = true;
+	}
+	LeaseTakeoverEnd(&takeover);
 }
 
 bool

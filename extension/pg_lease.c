@@ -8,7 +8,8 @@
  * events.c (history and NOTIFY), retention.c (its pruning), xact_state.c (per-transaction state),
  * catalog.c (prepared statements), row_lock.c and row_write.c (lease rows
  * and history without the executor), settings.c (pg_lease.* parameters),
- * takeover.c (bounded takeover), counters.c (shared-memory counters),
+ * fence_lock.c (the fence lock in the lock manager), takeover.c and evict.c
+ * (bounded takeover), compat.c (1.2 backends after an update), counters.c (shared-memory counters),
  * notify_queue.c, notify_shmem.c and notifier.c (NOTIFY off the commit path).
  *
  *-------------------------------------------------------------------------
@@ -17,6 +18,7 @@
 #include "notifier.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -26,6 +28,9 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	/* every backend forked from this postmaster runs this very code */
+	if (process_shared_preload_libraries_in_progress)
+		lease_preloaded = true;
 	LeaseDefineSettings();
 	LeaseCatalogInit();
 	LeaseWriteInit();

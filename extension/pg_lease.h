@@ -79,6 +79,7 @@ extern Oid	LeaseCallerRole(void);
 extern Datum LeaseCallerRoleName(void);
 extern bool LeaseCallerIsSuperuser(void);
 extern bool LeaseSchema11(void);
+extern Oid	LeaseUpgradesRelid(void);
 
 /*
  * The columns of leases, as row_lock.c returns them in a slot (0-based).
@@ -123,7 +124,7 @@ extern TupleTableSlot *LeaseRowSlot(Relation rel);
 extern void LeaseRowSlotRelease(TupleTableSlot *slot);
 extern bool LeaseInsertEventDirect(Datum *values, bool *nulls);
 
-/* takeover.c: FOR UPDATE for a change of holder, ending stalled writers */
+/* A grant that a change of holder ends (evict.h: how it waits for it). */
 typedef struct LeaseEnding
 {
 	text	   *name;
@@ -132,9 +133,20 @@ typedef struct LeaseEnding
 	TimestampTz expires_at;		/* its expiry */
 } LeaseEnding;
 
-extern void LeaseLockForHolderChange(Relation rel, ItemPointer tid,
-									 TupleTableSlot *slot,
-									 const LeaseEnding *ending);
+/*
+ * fence_lock.c: the fence lock of a grant, in the lock manager.  Its tag is
+ * an advisory tag (database, epoch high and low bits) whose fourth field is
+ * this class; pg_advisory_lock uses 1 and 2.  0x4C53 is "LS".
+ */
+#define LEASE_LOCKTAG_CLASS		0x4C53
+
+struct LOCKTAG;
+extern void LeaseFenceLockTag(struct LOCKTAG *tag, int64 epoch);
+extern void LeaseFenceLockShare(const char *name, int64 epoch);
+
+/* compat.c: whether fenced writers must also lock the row, as 1.2 did */
+extern bool lease_preloaded;
+extern bool LeaseFenceRowLockNeeded(void);
 
 /* counters.c: per-lease counters in shared memory (when preloaded) */
 typedef enum LeaseCounterKind
@@ -166,7 +178,7 @@ extern void LeaseRecordEvent(const char *event, text *name, text *holder,
 extern void LeaseRetentionInit(void);
 extern void LeasePruneEvents(text *name, const char *name_str);
 
-/* xact_state.c: per-transaction tokens and locked lease rows */
+/* xact_state.c: per-transaction tokens, and the grants whose fence lock is held */
 typedef struct LeaseRowState
 {
 	int64		epoch;
@@ -177,7 +189,9 @@ typedef struct LeaseRowState
 extern void LeaseXactStateInit(void);
 extern void LeaseDeclareToken(const char *name, int64 epoch);
 extern bool LeaseDeclaredToken(const char *name, int64 *epoch);
-extern const LeaseRowState *LeaseLockRowShared(const char *name);
+extern const LeaseRowState *LeaseLockGrantShared(const char *name, int64 epoch);
+extern const LeaseRowState *LeaseLockedGrant(const char *name);
+extern bool LeasePeekRow(const char *name, LeaseRowState *state);
 extern const LeaseRowState *LeaseRefreshRow(const char *name);
 extern void LeaseForgetRow(const char *name);
 extern void LeaseForgetRowText(text *name);

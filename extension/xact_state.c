@@ -1,16 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * xact_state.c
- *	  Per-transaction state: tokens declared with lease_use, and the lease
- *	  rows the fence trigger has share-locked.
+ *	  Per-transaction state: tokens declared with lease_use, and the grants
+ *	  whose fence lock the transaction holds.
  *
- * Once the fence trigger holds a share lock on a lease row, no other
- * transaction can change that row until this one ends, so its epoch and
- * expiry are read once per transaction and kept here.  Only the clock is
- * looked at again for each further row.  Lease functions called in the same
- * transaction forget the row they change.  Entries remember the
- * subtransaction that made them: a rolled-back subtransaction takes its
- * tokens with it, and its row locks too, so its entries go.
+ * Once a transaction holds the fence lock of a grant (fence_lock.c), no
+ * other transaction can end that grant until this one ends, so the lease
+ * row's epoch and expiry are read once, after the lock is granted, and
+ * kept here.  Only the clock is looked at again for each further row.
+ * Lease functions called in the same transaction forget the row they
+ * change.  Entries remember the subtransaction that made them: a
+ * rolled-back subtransaction takes its tokens with it, and its locks too,
+ * so its entries go.
  *
  *-------------------------------------------------------------------------
  */
@@ -150,18 +151,26 @@ LeaseDeclaredToken(const char *name, int64 *epoch)
 	return true;
 }
 
-/* Key-share-lock the newest version of the lease row; false if none. */
+/*
+ * Read the newest committed version of the lease row, whatever the
+ * transaction's isolation level; with key_share, key-share-lock it as 1.2
+ * did (compat.c).  False if there is none.
+ */
 static bool
-LockRowKeyShare(const char *name, LeaseRowState *state)
+ReadRowLatest(const char *name, bool key_share, LeaseRowState *state)
 {
 	text	   *key = cstring_to_text(name);
-	Relation	rel = table_open(LeaseTableRelid(), RowShareLock);
+	Relation	rel = table_open(LeaseTableRelid(), key_share ? RowShareLock : AccessShareLock);
 	TupleTableSlot *slot = LeaseRowSlot(rel);
 	bool		found;
 
-	found = LeaseLockRow(key, LockTupleKeyShare, GetLatestSnapshot(), rel, slot);
+	if (key_share)
+		found = LeaseLockRow(key, LockTupleKeyShare, GetLatestSnapshot(), rel, slot);
+	else
+		found = LeaseFindRow(key, GetLatestSnapshot(), rel, slot);
 	if (found)
 	{
+		slot_getallattrs(slot);
 		state->epoch = DatumGetInt64(slot->tts_values[LEASE_COL_EPOCH]);
 		state->held = !slot->tts_isnull[LEASE_COL_HOLDER];
 		state->expires_at = DatumGetTimestampTz(slot->tts_values[LEASE_COL_EXPIRES_AT]);
@@ -173,32 +182,64 @@ LockRowKeyShare(const char *name, LeaseRowState *state)
 }
 
 /*
- * The lease row, key-share-locked until the transaction ends; NULL when
- * there is no such lease.  The lookup goes straight to the table
- * (row_lock.c), so no privilege on leases is needed, and uses the latest
- * snapshot: a fence checks the lease as it is now, whatever the
- * transaction's isolation level.  The caller has validated the catalog
- * cache.
+ * The lease row as it is once this transaction holds the fence lock of the
+ * grant of epoch, held until the transaction ends; NULL when there is no
+ * such lease.  The lock is taken first and the row read after it, with the
+ * latest snapshot: a change of holder that committed before the lock was
+ * granted is seen, under every isolation level.  The row is kept for the
+ * rest of the transaction only when epoch is its grant (then nobody else
+ * can change its holder or epoch); a row of another grant is returned but
+ * not kept, as the caller refuses the write.  The lookup goes straight to
+ * the table (row_lock.c), so no privilege on leases is needed.  The caller
+ * has validated the catalog cache.
  */
 const LeaseRowState *
-LeaseLockRowShared(const char *name)
+LeaseLockGrantShared(const char *name, int64 epoch)
 {
+	static LeaseRowState other_grant;
 	LeaseXactEntry *entry = EntryFind(locked_rows, name);
 	LeaseRowState state;
+	bool		row_lock = LeaseFenceRowLockNeeded();
 
 	if (entry != NULL)
 		return &entry->state;
-	if (!LockRowKeyShare(name, &state))
+	/* 1.2 backends may be running: the row lock too, and first (compat.c) */
+	if (row_lock && !ReadRowLatest(name, true, &state))
 		return NULL;
-
+	LeaseFenceLockShare(name, epoch);
+	if (!row_lock && !ReadRowLatest(name, false, &state))
+		return NULL;
+	if (state.epoch != epoch)
+	{
+		other_grant = state;
+		return &other_grant;
+	}
 	entry = EntryPush(&locked_rows, name);
 	entry->state = state;
 	return &entry->state;
 }
 
+/* The newest committed lease row, unlocked; false if there is none. */
+bool
+LeasePeekRow(const char *name, LeaseRowState *state)
+{
+	return ReadRowLatest(name, false, state);
+}
+
+/* The row kept for the transaction, if any: its fence lock is held. */
+const LeaseRowState *
+LeaseLockedGrant(const char *name)
+{
+	LeaseXactEntry *entry = EntryFind(locked_rows, name);
+
+	return entry != NULL ? &entry->state : NULL;
+}
+
 /*
  * The kept row's expiry has passed: read the row again, in case a renewal
- * committed meanwhile.  The lock is held already, so this does not wait.
+ * committed meanwhile.  The fence lock is held already, so this does not
+ * wait, and the grant cannot have changed but by this transaction's own
+ * lease functions, which forget the row.
  */
 const LeaseRowState *
 LeaseRefreshRow(const char *name)
@@ -206,8 +247,8 @@ LeaseRefreshRow(const char *name)
 	LeaseXactEntry *entry = EntryFind(locked_rows, name);
 
 	if (entry == NULL)
-		return LeaseLockRowShared(name);
-	if (!LockRowKeyShare(name, &entry->state))
+		return NULL;
+	if (!ReadRowLatest(name, LeaseFenceRowLockNeeded(), &entry->state))
 	{
 		LeaseForgetRow(name);
 		return NULL;
