@@ -78,6 +78,7 @@ LeaseBackendsStartedBefore(TimestampTz since)
 			continue;
 		status = &local->backendStatus;
 		if (status->st_procpid != MyProcPid &&
+			status->st_backendType == B_BACKEND &&
 			status->st_databaseid == MyDatabaseId &&
 			status->st_proc_start_timestamp < since)
 			return true;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Upgrades 1.0 -> 1.1 -> 1.2 and 1.1 -> 1.2: the new library works on the
-# old schemas until ALTER EXTENSION ... UPDATE (renewals must not stop while
-# an operator upgrades), each update keeps every lease and epoch, and both
-# paths leave the same objects as a fresh 1.2 install.
+# Upgrades 1.0 -> 1.1 -> 1.2 -> 1.3 and 1.1 -> 1.2 -> 1.3: the new library
+# works on the old schemas until ALTER EXTENSION ... UPDATE (renewals must
+# not stop while an operator upgrades), each update keeps every lease and
+# epoch, and both paths leave the same objects as a fresh 1.3 install.
+# (upgrade_mixed.sh: the update while 1.2 libraries still run.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
@@ -43,8 +44,8 @@ check "the fence still guards the table" \
 epoch=$(q "SELECT epoch FROM lease_acquire('pglease:group/up/shard/s1', 'm1', '30s')")
 q "SELECT lease_acquire('pglease:group/up/member/1/m1', 'm1', '30s')" >/dev/null
 events=$(q "SELECT count(*) FROM lease_events")
-q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
-check "updated to 1.2 (the default)" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
+q "ALTER EXTENSION pg_lease UPDATE TO '1.2'" >/dev/null
+check "updated to 1.2" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
 check "the history survives the update to 1.2" test "$(q "SELECT count(*) FROM lease_events")" = "$events"
 check "1.2: lease_group_shards shows the shard held before the update" \
 	test "$(q "SELECT group_name || ' ' || shard || ' ' || holder || ' ' || epoch || ' ' || valid FROM lease_group_shards")" = "up s1 m1 $epoch true"
@@ -52,6 +53,18 @@ check "1.2: lease_group_members counts its shard" \
 	test "$(q "SELECT member || ' ' || weight || ' ' || valid || ' ' || shards FROM lease_group_members")" = "m1 1 true 1"
 check "the shard's holder renews across the update" \
 	test "$(q "SELECT lease_renew('pglease:group/up/shard/s1', 'm1', $epoch) IS NOT NULL")" = t
+
+# --- 1.2 -> 1.3: the fence lock in the lock manager ---------------------------
+check "1.2 schema with the new library: a fenced write passes" \
+	q "BEGIN; SELECT lease_use('pglease:group/up/shard/s1', $epoch); COMMIT;"
+q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
+check "updated to 1.3 (the default)" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.3
+check "the shard's holder renews across the update to 1.3" \
+	test "$(q "SELECT lease_renew('pglease:group/up/shard/s1', 'm1', $epoch) IS NOT NULL")" = t
+check "1.3: the update is recorded" test "$(q "SELECT count(*) FROM lease_upgrades WHERE version = '1.3'")" = 1
+check "1.3: lease_writers shows a fenced transaction" \
+	test "$(psql -X -q -A -t -v ON_ERROR_STOP=1 -c "BEGIN" -c "SELECT lease_use('pglease:group/up/shard/s1', $epoch) IS NULL" \
+		-c "SELECT name || ' ' || epoch || ' ' || granted FROM lease_writers WHERE pid = pg_backend_pid()" -c "COMMIT" | tail -1)" = "pglease:group/up/shard/s1 $epoch true"
 
 # --- a 1.1 install updated to 1.2 --------------------------------------------
 PGDATABASE=mid q "CREATE EXTENSION pg_lease VERSION '1.1'" >/dev/null
@@ -62,10 +75,13 @@ PGDATABASE=mid q "ALTER EXTENSION pg_lease UPDATE TO '1.2'" >/dev/null
 check "1.1 updated to 1.2" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
 check "1.1 -> 1.2: the shard shows in lease_group_shards" \
 	test "$(PGDATABASE=mid q "SELECT holder || ' ' || epoch FROM lease_group_shards WHERE group_name = 'g'")" = "x $mid_epoch"
+PGDATABASE=mid q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
+check "1.1 -> 1.2 -> 1.3" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.3
 
 # --- same objects as a fresh install ----------------------------------------
 PGDATABASE=fresh q "CREATE EXTENSION pg_lease" >/dev/null
-check "a fresh install is version 1.2" test "$(PGDATABASE=fresh q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
+check "a fresh install is version 1.3" test "$(PGDATABASE=fresh q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.3
+check "a fresh install records no update" test "$(PGDATABASE=fresh q "SELECT count(*) FROM lease_upgrades")" = 0
 describe()
 {
 	PGDATABASE=$1 psql -X -q -A -t -v ON_ERROR_STOP=1 <<'SQL'
@@ -96,9 +112,9 @@ SQL
 describe old >"$PG_CLUSTER_ROOT/old.txt"
 describe mid >"$PG_CLUSTER_ROOT/mid.txt"
 describe fresh >"$PG_CLUSTER_ROOT/fresh.txt"
-check "1.0 -> 1.1 -> 1.2 describes the same objects as a fresh 1.2 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
+check "1.0 -> 1.1 -> 1.2 -> 1.3 describes the same objects as a fresh 1.3 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
 	diff "$PG_CLUSTER_ROOT/old.txt" "$PG_CLUSTER_ROOT/fresh.txt"
-check "1.1 -> 1.2 describes the same objects as a fresh 1.2" \
+check "1.1 -> 1.2 -> 1.3 describes the same objects as a fresh 1.3" \
 	diff "$PG_CLUSTER_ROOT/mid.txt" "$PG_CLUSTER_ROOT/fresh.txt"
 
 finish
