@@ -292,6 +292,7 @@ main()
 	done
 
 	SYSTEM_SUMS=$(system_checksums)
+	export PGLEASE_GIT_DIR=$ROOT	# for suites that build older versions from history
 	SCRATCH=$(mktemp -d /tmp/pg_lease_mutants.XXXXXX)
 	chmod 0755 "$SCRATCH"
 	BUILD=$SCRATCH/build

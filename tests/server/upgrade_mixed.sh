@@ -27,10 +27,13 @@ private_postgres_make "$work/pg"
 ttl=2
 
 # --- the 1.2 library, from the commit before the control file left 1.2 ------
-last13=$(git -C "$root" log -n1 --format=%H -S"default_version = '1.2'" -- extension/pg_lease.control)
+# (scripts/mutants.sh runs this from a copy of the tree: PGLEASE_GIT_DIR
+# names the repository then)
+gitdir=${PGLEASE_GIT_DIR:-$root}
+last13=$(git -C "$gitdir" log -n1 --format=%H -S"default_version = '1.2'" -- extension/pg_lease.control)
 [ -n "$last13" ] || { echo "upgrade_mixed: cannot find the 1.2 sources in git history" >&2; exit 1; }
 mkdir -p "$work/old"
-git -C "$root" archive "$last13^" extension sql Makefile.pgxs | tar -x -C "$work/old"
+git -C "$gitdir" archive "$last13^" extension sql Makefile.pgxs | tar -x -C "$work/old"
 grep -q "default_version = '1.2'" "$work/old/extension/pg_lease.control"
 make -s -C "$work/old" -f Makefile.pgxs -j2 >"$work/old-build.log" 2>&1 || { cat "$work/old-build.log" >&2; exit 1; }
 make -s -C "$work/old" -f Makefile.pgxs install DESTDIR="$work/pg/root" >>"$work/old-build.log" 2>&1
