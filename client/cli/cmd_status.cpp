@@ -1,5 +1,6 @@
 /// @file cmd_status.cpp
-/// @brief `pglease status [NAME | --prefix P] [--json]`: the lease_status view.
+/// @brief `pglease status [NAME | --prefix P] [--json]`: the lease_status view,
+/// with the number of open fenced transactions of each grant (lease_writers).
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "status_format.hpp"
@@ -17,16 +18,23 @@ int cmd_status(const global_options& g, const std::string& name, const std::stri
         pqxx::connection conn{plain_conninfo(g)};
         pqxx::nontransaction tx{conn};
         tx.exec0("SET TIME ZONE 'UTC'");
+        // open fenced transactions per grant: lease_writers, from 1.3 on
+        const std::string writers_view = qualified(g, "lease_writers");
+        const bool has_writers =
+            tx.exec_params1("SELECT to_regclass($1) IS NOT NULL", writers_view)[0].as<bool>();
+        const std::string writers_sql =
+            has_writers ? "(SELECT count(*) FROM " + writers_view +
+                              " w WHERE w.epoch = s.epoch AND w.granted)"
+                        : "NULL::bigint";
         const std::string sql =
             "SELECT name, holder, epoch, coalesce(valid, false), "
             "greatest(coalesce((extract(epoch FROM remaining) * 1000)::bigint, 0), 0), "
             "coalesce((extract(epoch FROM ttl) * 1000)::bigint, 0), coalesce(transitions, 0), "
             "coalesce(to_char(acquired_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), "
             "coalesce(to_char(renewed_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), "
-            "coalesce(to_char(expires_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), '') "
-            "FROM " +
-            qualified(g, "lease_status") +
-            " WHERE ($1::text IS NULL OR name = $1) AND ($2::text IS NULL OR starts_with(name, $2))"
+            "coalesce(to_char(expires_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), " +
+            writers_sql + " FROM " + qualified(g, "lease_status") +
+            " s WHERE ($1::text IS NULL OR name = $1) AND ($2::text IS NULL OR starts_with(name, $2))"
             " ORDER BY name";
         const auto or_null = [](const std::string& v) {
             return v.empty() ? std::optional<std::string>{} : std::optional<std::string>{v};
@@ -46,6 +54,8 @@ int cmd_status(const global_options& g, const std::string& name, const std::stri
             s.acquired_at = row[7].as<std::string>();
             s.renewed_at = row[8].as<std::string>();
             s.expires_at = row[9].as<std::string>();
+            if (!row[10].is_null())
+                s.writers = row[10].as<std::int64_t>();
             rows.push_back(std::move(s));
         }
         if (!name.empty() && rows.empty()) {

@@ -29,6 +29,7 @@ nlohmann::ordered_json to_json(const status_row& r) {
     j["acquired_at"] = text_or_null(r.acquired_at);
     j["renewed_at"] = text_or_null(r.renewed_at);
     j["expires_at"] = text_or_null(r.expires_at);
+    j["writers"] = r.writers ? nlohmann::ordered_json(*r.writers) : nlohmann::ordered_json(nullptr);
     return j;
 }
 
@@ -47,15 +48,16 @@ const char* status_state(const status_row& row) noexcept {
 std::string format_status_table(const std::vector<status_row>& rows) {
     if (rows.empty())
         return "(no leases)\n";
-    using line = std::array<std::string, 8>;
+    using line = std::array<std::string, 9>;
     std::vector<line> cells;
-    cells.push_back(
-        {"NAME", "HOLDER", "EPOCH", "STATE", "REMAINING", "TTL", "TRANSITIONS", "EXPIRES_AT"});
+    cells.push_back({"NAME", "HOLDER", "EPOCH", "STATE", "WRITERS", "REMAINING", "TTL",
+                     "TRANSITIONS", "EXPIRES_AT"});
     for (const auto& r : rows)
         cells.push_back({r.name, r.holder.value_or("-"), std::to_string(r.epoch), status_state(r),
+                         r.writers ? std::to_string(*r.writers) : "-",
                          r.valid ? format_duration(r.remaining) : "-", format_duration(r.ttl),
                          std::to_string(r.transitions), r.expires_at.empty() ? "-" : r.expires_at});
-    return aligned<8>(cells);
+    return aligned<9>(cells);
 }
 
 std::string status_json(const status_row& row) {

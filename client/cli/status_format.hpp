@@ -22,17 +22,21 @@ struct status_row {
     std::string acquired_at; ///< ISO 8601 (UTC) as the server formats it; may be empty
     std::string renewed_at;
     std::string expires_at;
+    /// Backends holding the grant's fence lock (open fenced transactions);
+    /// nullopt when the server's pg_lease is older than 1.3.
+    std::optional<std::int64_t> writers;
 };
 
 /// "held" (valid), "expired" (a holder, but past expires_at), "free".
 [[nodiscard]] const char* status_state(const status_row& row) noexcept;
 
-/// An aligned table with a header line: NAME HOLDER EPOCH STATE REMAINING
-/// TTL TRANSITIONS EXPIRES_AT. "(no leases)" when @p rows is empty.
+/// An aligned table with a header line: NAME HOLDER EPOCH STATE WRITERS
+/// REMAINING TTL TRANSITIONS EXPIRES_AT. "(no leases)" when @p rows is empty.
 [[nodiscard]] std::string format_status_table(const std::vector<status_row>& rows);
 
 /// One JSON object: {"name","holder"|null,"epoch","valid","state",
-/// "remaining_ms","ttl_ms","transitions","acquired_at","renewed_at","expires_at"}.
+/// "remaining_ms","ttl_ms","transitions","acquired_at","renewed_at","expires_at",
+/// "writers"|null}.
 [[nodiscard]] std::string status_json(const status_row& row);
 
 /// A JSON array of status_json objects.

@@ -279,9 +279,23 @@ TEST(StatusFormat, TableAndJson) {
     EXPECT_EQ(j.at("remaining_ms"), 1500);
     EXPECT_EQ(j.at("state"), "held");
     EXPECT_TRUE(nlohmann::json::parse(status_json_array({r, r})).is_array());
+    EXPECT_TRUE(j.at("writers").is_null()); // a server older than 1.3
     status_row f;
     f.name = "free";
     EXPECT_STREQ(status_state(f), "free");
+}
+
+TEST(StatusFormat, OpenFencedWriters) {
+    status_row r;
+    r.name = "jobs";
+    r.holder = "w1";
+    r.epoch = 7;
+    r.valid = true;
+    r.writers = 3;
+    const auto table = format_status_table({r});
+    EXPECT_NE(table.find("WRITERS"), std::string::npos);
+    EXPECT_NE(table.find(" held   3 "), std::string::npos) << table;
+    EXPECT_EQ(nlohmann::json::parse(status_json(r)).at("writers"), 3);
 }
 
 TEST(CommandLine, StatusPrefixAndSummary) {

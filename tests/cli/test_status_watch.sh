@@ -27,8 +27,17 @@ grep -E "^$lease +watcher-test +$epoch +held" "$TMP/status.txt" >/dev/null || { 
 r=[x for x in d if x['name']=='$lease'][0]
 assert r['holder']=='watcher-test' and r['epoch']==$epoch and r['valid'] is True and r['state']=='held'
 assert 0 < r['remaining_ms'] <= 20000 and r['ttl_ms']==20000, r"
-"$PGLEASE" status "$lease" --json | json_check "assert d['name']=='$lease' and d['valid'] is True"
+"$PGLEASE" status "$lease" --json | json_check "assert d['name']=='$lease' and d['valid'] is True and d['writers']==0"
 pass "status text and --json"
+
+# 2b. an open fenced transaction of the grant counts as a writer (lease_writers).
+psql -X -q -A -t -c "BEGIN" -c "SELECT lease_use('$lease', $epoch)" -c "SELECT pg_sleep(5)" -c "COMMIT" >/dev/null 2>&1 &
+writer=$!
+BG_PIDS+=("$writer")
+wait_until 10 sh -c "\"$PGLEASE\" status '$lease' --json | grep -q '\"writers\":1'" || fail "status shows no open writer"
+grep -E "^$lease +watcher-test +$epoch +held +1 " <<<"$("$PGLEASE" status)" >/dev/null || fail "status table: WRITERS column"
+wait_pid "$writer" 20
+pass "status counts the open fenced transactions of the grant"
 
 "$PGLEASE" release "$lease" --identity watcher-test --epoch "$epoch"
 "$PGLEASE" status "$lease" --json | json_check "assert d['holder'] is None and d['valid'] is False and d['state']=='free'"
