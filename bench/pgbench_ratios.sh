@@ -8,10 +8,12 @@
 # alternate order from round to round.  The fenced transactions are sent as
 # the C++ client sends them: BEGIN and the token in one query, then the
 # INSERT, then COMMIT (simple protocol, three round trips, as pqxx::work).
-# The fenced transaction's floor, side by side with the unfenced one: the
-# same unfenced transaction with the share lock the fence takes (SPEC: FOR
-# KEY SHARE on the lease row) written as plain SQL in its BEGIN, a row lock
-# and its WAL record with no trigger and no token.
+# The fenced transaction is also measured against the same shape unfenced,
+# with the same SET LOCAL (the token's own cost on both sides).  Its floor,
+# side by side with the unfenced one: the same unfenced transaction with the
+# share lock the fence takes (SPEC 1.3: a share lock in the lock manager)
+# written as plain SQL in its BEGIN (pg_advisory_xact_lock_shared), no
+# trigger and no token; and 1.2's floor, FOR KEY SHARE on a row.
 #
 #   bench/pgbench_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
 #   PG_BIN=/path/to/bin bench/pgbench_ratios.sh   # another PostgreSQL install
@@ -65,6 +67,17 @@ cat >"$work/fenced_use.sql" <<SQL
 $fence_epoch_once
 BEGIN \\; SELECT lease_use('f', :epoch);
 INSERT INTO fenced (payload) VALUES ('x');
+COMMIT;
+SQL
+cat >"$work/unfenced_set.sql" <<SQL
+$fence_epoch_once
+BEGIN \\; SET LOCAL pg_lease.epoch = :epoch;
+INSERT INTO unfenced (payload) VALUES ('x');
+COMMIT;
+SQL
+cat >"$work/unfenced_advisory.sql" <<SQL
+BEGIN \\; SELECT pg_advisory_xact_lock_shared(1);
+INSERT INTO unfenced (payload) VALUES ('x');
 COMMIT;
 SQL
 cat >"$work/unfenced_locked.sql" <<SQL
@@ -128,8 +141,10 @@ for c in "${clients[@]}"; do
 		pair renew renew bare prepared "$c"
 		renewed "$c" "$since"
 		pair fenced_set fenced_set unfenced simple "$c"
+		pair fenced_same fenced_set unfenced_set simple "$c"
 		pair fenced_use fenced_use unfenced simple "$c"
-		pair floor unfenced_locked unfenced simple "$c"
+		pair floor unfenced_advisory unfenced simple "$c"
+		pair floor12 unfenced_locked unfenced simple "$c"
 	done
 done
 
@@ -143,7 +158,9 @@ echo "|---|---:|---:|---:|---:|"
 for c in "${clients[@]}"; do
 	echo "| lease_renew vs bare UPDATE CAS (-M prepared) | $c | $(median <<<"${tps_a[renew.$c]}") | $(median <<<"${tps_b[renew.$c]}") | $(median <<<"${ratios[renew.$c]}")x |"
 	echo "| fenced INSERT, BEGIN + SET LOCAL pg_lease.epoch vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[fenced_set.$c]}") | $(median <<<"${tps_b[fenced_set.$c]}") | $(median <<<"${ratios[fenced_set.$c]}")x |"
+	echo "| fenced INSERT, BEGIN + SET LOCAL vs the same unfenced, with the same SET LOCAL | $c | $(median <<<"${tps_a[fenced_same.$c]}") | $(median <<<"${tps_b[fenced_same.$c]}") | $(median <<<"${ratios[fenced_same.$c]}")x |"
 	echo "| fenced INSERT, BEGIN + lease_use vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[fenced_use.$c]}") | $(median <<<"${tps_b[fenced_use.$c]}") | $(median <<<"${ratios[fenced_use.$c]}")x |"
-	echo "| the fenced transaction's floor: unfenced BEGIN + SELECT 1 ... FOR KEY SHARE, INSERT, COMMIT vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[floor.$c]}") | $(median <<<"${tps_b[floor.$c]}") | $(median <<<"${ratios[floor.$c]}")x |"
+	echo "| the fenced transaction's floor (1.3): unfenced BEGIN + pg_advisory_xact_lock_shared, INSERT, COMMIT vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[floor.$c]}") | $(median <<<"${tps_b[floor.$c]}") | $(median <<<"${ratios[floor.$c]}")x |"
+	echo "| 1.2's floor: unfenced BEGIN + SELECT 1 ... FOR KEY SHARE, INSERT, COMMIT vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[floor12.$c]}") | $(median <<<"${tps_b[floor12.$c]}") | $(median <<<"${ratios[floor12.$c]}")x |"
 done
 echo "(pgbench, fsync on, preloaded, a follower LISTENing; medians over $rounds rounds of ${secs}s)"

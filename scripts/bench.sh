@@ -56,5 +56,8 @@ bench/pgbench_ratios.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"
 # The three goals from a program built against the installed C++ package:
 # renew, the acquire+release cycle and run_fenced, each against its baseline,
 # preloaded, a follower LISTENing
+echo "bench: WAL and MultiXacts per fenced transaction (bench/fence_cost.sh)"
+bench/fence_cost.sh "${BENCH_FENCE_SECONDS:-10}"
+
 echo "bench: the installed C++ package (bench/installed_ratios.sh)"
 bench/installed_ratios.sh "$build" -- --rounds "${BENCH_NOTIFY_ROUNDS:-5}" --seconds "${BENCH_INSTALLED_SECONDS:-1}"

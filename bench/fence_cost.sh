@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# What the fence costs the server per transaction, beyond time: WAL bytes
+# and MultiXacts.  A fenced one-row INSERT transaction (BEGIN, SET LOCAL
+# pg_lease.epoch, INSERT, COMMIT) against the same transaction on an
+# unfenced table (the same SET LOCAL), each run alone by pgbench at 16 and
+# 64 clients on a fresh server (fsync on, preloaded).  WAL from
+# pg_current_wal_lsn() around the run; MultiXacts from the control file's
+# next MultiXact id around it (CHECKPOINT first).  Since 1.3 the fence lock
+# lives in the lock manager: the goal is no MultiXact and no WAL of its own.
+#
+#   bench/fence_cost.sh [SECONDS] [CLIENTS...]      (default 10 s, 16 64)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+secs=${1:-10}
+shift $(($# < 1 ? $# : 1))
+source "$here/pgbench_common.sh" "$secs" 1 "$@"
+[ $# -gt 0 ] || clients=(16 64)
+pgbench_cluster_init cost
+echo "shared_preload_libraries = 'pg_lease'" | pg_as_owner tee -a "$(pg_cluster_dir cost)/data/postgresql.conf" >/dev/null
+pg_cluster_start cost
+
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION pg_lease;
+SELECT lease_acquire('f', 'writer', '1 day');
+CREATE TABLE fenced (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, epoch bigint);
+CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
+SELECT lease_fence('fenced', 'f');
+SQL
+epoch=$(psql -X -A -t -c "SELECT epoch FROM leases WHERE name = 'f'")
+for t in fenced unfenced; do
+	cat >"$work/$t.sql" <<SQL
+BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
+INSERT INTO $t (payload) VALUES ('x');
+COMMIT;
+SQL
+done
+
+q() { psql -X -A -t -v ON_ERROR_STOP=1 -c "$1"; }
+next_multixact() { q "CHECKPOINT" >/dev/null; q "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
+
+# measure TABLE CLIENTS: prints "transactions wal_bytes multixacts"
+measure()
+{
+	local mx0 mx1 lsn0 lsn1 rows0 rows1 n
+	mx0=$(next_multixact)
+	rows0=$(q "SELECT count(*) FROM $1")
+	lsn0=$(q "SELECT pg_current_wal_lsn()")
+	"$pgbench" -n -c "$2" -j "$2" -T "$secs" -f "$work/$1.sql" >"$work/run.out" 2>&1 ||
+		{ cat "$work/run.out" >&2; return 1; }
+	lsn1=$(q "SELECT pg_current_wal_lsn()")
+	mx1=$(next_multixact)
+	rows1=$(q "SELECT count(*) FROM $1")
+	n=$(awk '/^number of transactions actually processed/ { split($0, a, ": "); split(a[2], b, "/"); print b[1] }' "$work/run.out")
+	# checked to have done the work: one row per transaction, no failure
+	[ "$((rows1 - rows0))" -eq "$n" ] || { echo "fence_cost: $1: $n transactions but $((rows1 - rows0)) rows" >&2; return 1; }
+	echo "$n $(q "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')::bigint") $((mx1 - mx0))"
+}
+
+echo "| clients | transaction | transactions | WAL bytes / tx | MultiXacts / tx |"
+echo "|---:|---|---:|---:|---:|"
+declare -A wal
+for c in "${clients[@]}"; do
+	for t in unfenced fenced; do
+		read -r n bytes mx <<<"$(measure "$t" "$c")"
+		wal[$t]=$(awk -v b="$bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }')
+		echo "| $c | $t | $n | ${wal[$t]} | $(awk -v m="$mx" -v n="$n" 'BEGIN { printf "%.3f", m / n }') |"
+	done
+	echo "| $c | fenced / unfenced WAL | | $(ratio "${wal[fenced]}" "${wal[unfenced]}")x | |"
+done
+echo "(pgbench, ${secs}s per run, fsync on, preloaded; every transaction checked to have written its row)"
