@@ -88,6 +88,9 @@ INSERT INTO jobs VALUES (4, 'setting', NULL);
 SET pg_lease.epoch = '17, 140737488359329 ,99';
 INSERT INTO jobs VALUES (5, 'setting list', 7);
 UPDATE jobs SET state = 'setting update' WHERE id = 5;
+-- a larger epoch listed first (another lease's token) does not hide the current one
+SET pg_lease.epoch = '140737488359999, 140737488359329';
+UPDATE jobs SET state = 'setting update' WHERE id = 5;
 RESET pg_lease.epoch;
 BEGIN;
 SET LOCAL pg_lease.epoch = '140737488359329';
