@@ -31,9 +31,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MUTANTS_DIR=${MUTANTS_DIR:-$ROOT/scripts/mutants}
 JOBS=2
-PG_SYS_BIN=/usr/lib/postgresql/15/bin
-PG_SYS_LIB=/usr/lib/postgresql/15/lib
-PG_SYS_SHARE=/usr/share/postgresql/15
+# PG_SYS_BIN, PG_SYS_LIB, PG_SYS_SHARE and private_postgres_make
+source "$ROOT/tests/harness/private_postgres.sh"
 
 log() { echo "mutants: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -71,30 +70,6 @@ check_system_unchanged()
 }
 
 # --- scratch tree, private PostgreSQL, builds -----------------------------
-
-# mirror_tree FROM TO: real directories, a symlink per file, and nothing of
-# pg_lease (pg_lease.so, bitcode/pg_lease/..., extension/pg_lease*): the
-# scratch install must create real files there, never write through a link.
-mirror_tree()
-{
-	local from=$1 to=$2 rel
-	(cd "$from" && find . -type d ! -path '*pg_lease*') | while read -r rel; do mkdir -p "$to/$rel"; done
-	(cd "$from" && find . \( -type f -o -type l \) ! -path '*pg_lease*') |
-		while read -r rel; do ln -s "$from/${rel#./}" "$to/$rel"; done
-}
-
-make_private_postgres()
-{
-	PG_BIN=$SCRATCH/root$PG_SYS_BIN
-	mkdir -p "$PG_BIN"
-	# copies, not symlinks: the server finds its share and lib dirs from its
-	# own resolved path
-	cp -L "$PG_SYS_BIN"/* "$PG_BIN/"
-	mirror_tree "$PG_SYS_LIB" "$SCRATCH/root$PG_SYS_LIB"
-	mirror_tree "$PG_SYS_SHARE" "$SCRATCH/root$PG_SYS_SHARE"
-	chmod -R a+rX "$SCRATCH/root"
-	export PG_BIN
-}
 
 copy_source()
 {
@@ -300,7 +275,7 @@ main()
 	mkdir -p "$RESULTS"
 	PG_CLUSTER_ROOT=$SCRATCH/clusters
 	mkdir -p "$PG_CLUSTER_ROOT"
-	make_private_postgres
+	private_postgres_make "$SCRATCH"
 	source "$ROOT/tests/harness/pg_cluster.sh"
 	trap cleanup EXIT
 	trap 'exit 130' INT TERM
