@@ -22,10 +22,10 @@ int cmd_status(const global_options& g, const std::string& name, const std::stri
         const std::string writers_view = qualified(g, "lease_writers");
         const bool has_writers =
             tx.exec_params1("SELECT to_regclass($1) IS NOT NULL", writers_view)[0].as<bool>();
-        const std::string writers_sql =
-            has_writers ? "(SELECT count(*) FROM " + writers_view +
-                              " w WHERE w.epoch = s.epoch AND w.granted)"
-                        : "NULL::bigint";
+        const std::string writers_sql = has_writers
+                                            ? "(SELECT count(*) FROM " + writers_view +
+                                                  " w WHERE w.epoch = s.epoch AND w.granted)"
+                                            : "NULL::bigint";
         const std::string sql =
             "SELECT name, holder, epoch, coalesce(valid, false), "
             "greatest(coalesce((extract(epoch FROM remaining) * 1000)::bigint, 0), 0), "
@@ -34,7 +34,8 @@ int cmd_status(const global_options& g, const std::string& name, const std::stri
             "coalesce(to_char(renewed_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), "
             "coalesce(to_char(expires_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), " +
             writers_sql + " FROM " + qualified(g, "lease_status") +
-            " s WHERE ($1::text IS NULL OR name = $1) AND ($2::text IS NULL OR starts_with(name, $2))"
+            " s WHERE ($1::text IS NULL OR name = $1) AND ($2::text IS NULL OR starts_with(name, "
+            "$2))"
             " ORDER BY name";
         const auto or_null = [](const std::string& v) {
             return v.empty() ? std::optional<std::string>{} : std::optional<std::string>{v};
