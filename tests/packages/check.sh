@@ -28,7 +28,7 @@ for p in libpglease-dev pglease postgresql-15-pg-lease; do
 	check "$p is installed" installed "$p"
 done
 check "the extension is where PostgreSQL looks" \
-	test -f "$(pg_config --pkglibdir)/pg_lease.so" -a -f "$(pg_config --sharedir)/extension/pg_lease--1.2.sql"
+	test -f "$(pg_config --pkglibdir)/pg_lease.so" -a -f "$(pg_config --sharedir)/extension/pg_lease--1.3.sql"
 check "headers, CMake package and pkg-config file are installed" \
 	test -f /usr/include/pglease/pglease.hpp -a -f /usr/lib/cmake/pglease/pgleaseConfig.cmake -a -f /usr/lib/pkgconfig/pglease.pc
 check "the command is on PATH" test "$(command -v pglease)" = /usr/bin/pglease
@@ -41,7 +41,7 @@ cat >"$consumer/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.18)
 project(consumer LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 17)
-find_package(pglease 1.2 REQUIRED)
+find_package(pglease 1.3 REQUIRED)
 add_executable(leader_worker leader_worker.cpp)
 target_link_libraries(leader_worker PRIVATE pglease::client)
 CMAKE
@@ -63,7 +63,7 @@ cat >"$consumer/testing/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.18)
 project(consumer_testing LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 17)
-find_package(pglease 1.2 REQUIRED)
+find_package(pglease 1.3 REQUIRED)
 find_package(GTest REQUIRED)
 add_executable(scheduler_test report_scheduler_test.cpp)
 target_link_libraries(scheduler_test PRIVATE pglease::testing GTest::gtest GTest::gtest_main)
@@ -76,7 +76,7 @@ check "pglease::testing from the installed package: the example unit test builds
 # --- run it against a server with the packaged extension ---------------------
 pg_cluster_start packages
 q "CREATE EXTENSION pg_lease" >/dev/null
-check "the packaged extension is version 1.2" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
+check "the packaged extension is version 1.3" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.3
 q "CREATE TABLE ticks (id bigserial PRIMARY KEY, epoch bigint, at timestamptz DEFAULT now())" >/dev/null
 q "SELECT lease_fence('ticks', 'ticker')" >/dev/null
 "$consumer/build/leader_worker" ticker >"$work/worker.log" 2>&1 &
