@@ -2,7 +2,7 @@
 # What the fence costs the server per transaction, beyond time: WAL bytes
 # and MultiXacts.  A fenced one-row INSERT transaction (BEGIN, SET LOCAL
 # pg_lease.epoch, INSERT, COMMIT) against the same transaction on an
-# unfenced table (the same SET LOCAL), each run alone by pgbench at 16 and
+# unfenced table (the same SET LOCAL, the same row), each run alone by pgbench at 16 and
 # 64 clients on a fresh server (fsync on, preloaded).  WAL from
 # pg_current_wal_lsn() around the run; MultiXacts from the control file's
 # next MultiXact id around it (CHECKPOINT first).  Since 1.3 the fence lock
@@ -28,13 +28,18 @@ CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
 SELECT lease_fence('fenced', 'f');
 SQL
 epoch=$(psql -X -A -t -c "SELECT epoch FROM leases WHERE name = 'f'")
-for t in fenced unfenced; do
-	cat >"$work/$t.sql" <<SQL
+# The same row on both sides: the fence stamps the token into the fenced
+# row's epoch column, the unfenced row gets the same value written.
+cat >"$work/fenced.sql" <<SQL
 BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
-INSERT INTO $t (payload) VALUES ('x');
+INSERT INTO fenced (payload) VALUES ('x');
 COMMIT;
 SQL
-done
+cat >"$work/unfenced.sql" <<SQL
+BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
+INSERT INTO unfenced (payload, epoch) VALUES ('x', $epoch);
+COMMIT;
+SQL
 
 q() { psql -X -A -t -v ON_ERROR_STOP=1 -c "$1"; }
 next_multixact() { q "CHECKPOINT" >/dev/null; q "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
