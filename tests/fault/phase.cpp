@@ -8,8 +8,10 @@
 
 #include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 namespace fault {
 
@@ -47,8 +49,10 @@ namespace {
 /// that bounds a session (no idle_in_transaction_session_timeout, no
 /// statement_timeout): a writer stalled inside a fenced transaction must
 /// be dealt with by pg_lease itself.
+/// PGLEASE_FAULT_SERVER_CONF (lines separated by ';') is appended, for
+/// diagnosis only (e.g. "log_connections = on;log_disconnections = on").
 std::vector<std::string> base_conf() {
-    return {"listen_addresses = '127.0.0.1'",
+    std::vector<std::string> conf{"listen_addresses = '127.0.0.1'",
             "fsync = off",
             "max_connections = 320",
             "shared_buffers = '32MB'",
@@ -57,6 +61,14 @@ std::vector<std::string> base_conf() {
             "wal_keep_size = '256MB'",
             "log_min_messages = warning",
             "log_line_prefix = '%m [%p] %a '"};
+    if (const char* extra = std::getenv("PGLEASE_FAULT_SERVER_CONF")) {
+        std::stringstream lines{extra};
+        std::string line;
+        while (std::getline(lines, line, ';'))
+            if (!line.empty())
+                conf.push_back(line);
+    }
+    return conf;
 }
 
 } // namespace
