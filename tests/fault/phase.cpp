@@ -17,6 +17,26 @@ namespace fault {
 
 using nlohmann::json;
 
+std::unique_ptr<pqxx::connection> patient_connection(const std::string& conninfo) {
+    // The suite's own bookkeeping connections (schema, history), not the
+    // product's: a busy server (64 contenders on 2 cores) may need more
+    // than one connect_timeout to accept one. Bounded: 6 attempts, 1 s
+    // apart, each bounded by the conninfo's connect_timeout (5 s).
+    constexpr int attempts = 6;
+    for (int i = 1;; ++i) {
+        try {
+            return std::make_unique<pqxx::connection>(conninfo);
+        } catch (const pqxx::broken_connection& e) {
+            if (i >= attempts)
+                throw;
+            std::cerr << "pglease_fault: connecting for the suite's own use, attempt " << i
+                      << " of " << attempts << " failed (" << e.what() << "); retrying"
+                      << std::endl;
+            sleep_ms(1000);
+        }
+    }
+}
+
 void settle(int ms) {
     const auto end = mono_ns() + static_cast<std::int64_t>(ms) * 1000000;
     while (mono_ns() < end && !interrupted())
@@ -88,8 +108,8 @@ void phase::start_primary(const std::vector<std::string>& leases, bool faketime,
 }
 
 void phase::setup_schema() {
-    pqxx::connection c{primary().conninfo()};
-    pqxx::nontransaction tx{c};
+    const auto conn = patient_connection(primary().conninfo());
+    pqxx::nontransaction tx{*conn};
     tx.exec("CREATE EXTENSION pg_lease");
     tx.exec("CREATE SEQUENCE fault_order");
     tx.exec("CREATE TABLE commit_order (tbl text, write_id bigint, "
@@ -217,8 +237,8 @@ std::optional<leader_info> phase::wait_leader(const std::string& lease, int time
 
 void read_database(const std::string& conninfo, phase_bundle& b,
                    const std::vector<std::string>& leases) {
-    pqxx::connection conn{conninfo};
-    pqxx::read_transaction tx{conn};
+    const auto conn = patient_connection(conninfo);
+    pqxx::read_transaction tx{*conn};
     for (const auto& row :
          tx.exec("SELECT e.id, e.event, e.name, coalesce(e.holder, ''), e.epoch, "
                  "coalesce(g.ord, -1) FROM lease_events e LEFT JOIN grant_order g "
