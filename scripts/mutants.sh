@@ -377,7 +377,7 @@ main()
 		case $(mutant_file "$id") in
 		sql/pg_lease--*--*.sql) ;;
 		sql/*)
-			if mutant_suites "$id" | tr ' ' '\n' | grep -qx -e upgrade -e server:upgrade; then
+			if grep -qx -e upgrade -e server:upgrade <<<"$(mutant_suites "$id" | tr ' ' '\n')"; then
 				die "$id: a mutant of an install script is judged by behaviour, not by the upgrade's object comparison"
 			fi
 			;;
