@@ -2,10 +2,23 @@
 /// @brief The connection herd's brake (issue 27): attempts that cost the
 /// server a backend start without a session back off exponentially, with
 /// jitter, per server, shared by every backend of the process; attempts
-/// refused at once do not.
+/// refused at once do not. The last two tests drive a real pq_backend
+/// against a listener that never answers (no PostgreSQL needed).
 #include "connect_backoff.hpp"
+#include "conninfo.hpp"
+#include "pglease/error.hpp"
+#include "pglease/pq_backend.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace pglease::detail {
 namespace {
@@ -82,3 +95,99 @@ TEST(connect_backoff, the_jitter_spreads_a_fleet_that_failed_at_the_same_moment)
 
 } // namespace
 } // namespace pglease::detail
+
+namespace pglease {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// A TCP listener on 127.0.0.1 that never accepts: the kernel completes
+/// the handshake, libpq sends its startup packet and waits for an answer
+/// that never comes (a server too busy to start a backend), until
+/// connect_timeout. accepted() drains the queue: the connections made.
+class silent_server {
+public:
+    silent_server() {
+        m_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (m_fd < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+            ::listen(m_fd, 16) != 0 ||
+            ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            throw std::runtime_error("silent_server: cannot listen");
+        m_port = ntohs(a.sin_port);
+    }
+    ~silent_server() {
+        for (const int c : m_accepted)
+            ::close(c);
+        ::close(m_fd);
+    }
+    silent_server(const silent_server&) = delete;
+    silent_server& operator=(const silent_server&) = delete;
+    silent_server(silent_server&&) = delete;
+    silent_server& operator=(silent_server&&) = delete;
+
+    [[nodiscard]] int port() const noexcept { return m_port; }
+    /// Connections that arrived so far (each counted once).
+    int accepted() {
+        for (int c; (c = ::accept(m_fd, nullptr, nullptr)) >= 0;)
+            m_accepted.push_back(c);
+        return static_cast<int>(m_accepted.size());
+    }
+
+private:
+    int m_fd = -1;
+    int m_port = 0;
+    std::vector<int> m_accepted;
+};
+
+TEST(connect_backoff, a_backend_backs_off_from_a_server_too_busy_to_answer_and_sends_nothing_meanwhile) {
+    silent_server server;
+    connection_options o;
+    // A name of its own: the backoff is per connection string.
+    o.conninfo = "host=127.0.0.1 port=" + std::to_string(server.port()) +
+                 " connect_timeout=2 application_name=backoff-test-" +
+                 std::to_string(::getpid());
+    o.listen = false;
+    pq_backend first{o};
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_THROW((void)first.status("x"), connection_lost);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_GE(took, 1500ms) << "the attempt should have waited for connect_timeout";
+    EXPECT_EQ(server.accepted(), 1);
+
+    // Another backend of the process, same server: it does not connect
+    // before the backoff (1-2 s after a 2 s timeout) ends.
+    pq_backend second{o};
+    const auto t1 = std::chrono::steady_clock::now();
+    try {
+        (void)second.status("x");
+        ADD_FAILURE() << "no server answered, the call should have failed";
+    } catch (const connection_lost& e) {
+        EXPECT_NE(std::string{e.what()}.find("backing off"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t1, 200ms) << "it must fail at once";
+    EXPECT_EQ(server.accepted(), 1) << "nothing may reach the server while backing off";
+}
+
+TEST(connect_backoff, a_refused_connection_does_not_back_off) {
+    // Port 1 on loopback: refused at once, which costs a server nothing.
+    connection_options o;
+    o.conninfo = "host=127.0.0.1 port=1 application_name=refused-test";
+    o.listen = false;
+    pq_backend db{o};
+    for (int i = 0; i < 3; ++i) {
+        try {
+            (void)db.status("x");
+            ADD_FAILURE() << "port 1 should refuse";
+        } catch (const connection_lost& e) {
+            EXPECT_EQ(std::string{e.what()}.find("backing off"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_EQ(detail::connect_backoff::shared().failures(detail::build_conninfo(o)), 0);
+}
+
+} // namespace
+} // namespace pglease
