@@ -275,6 +275,11 @@ failed_detail()
 		# whole names, parameterized ones too (Prefix/Suite.Test/3)
 		tests=$(sed -n 's/^\[  FAILED  \] \([^ ,]*\)\( (\|, where\).*/\1/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
 		echo "${suite%%:*}${tests:+:$tests}"
+		# no test failed by name: the binary died (or hung) in some test,
+		# which may have nothing to do with the mutant; say so
+		if [ -z "$tests" ]; then
+			echo "(no test failed by name: the binary ended with status $SUITE_STATUS in $(sed -n 's/^\[ RUN      \] //p' "$SCRATCH/last.log" | tail -1))"
+		fi
 		;;
 	fault:*)
 		tests=$(sed -n 's/^\[\([a-z0-9-]*\)\] \([a-zA-Z0-9 ]*\):.*/\1 \2/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
