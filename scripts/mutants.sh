@@ -168,14 +168,18 @@ suite_target()
 	esac
 }
 
+# build_client [TARGET...]: the given client targets (default: every one
+# the selected mutants need), incrementally.
 build_client()
 {
-	[ ${#CLIENT_TARGETS[@]} -gt 0 ] || return 0
+	local -a targets=("$@")
+	[ ${#targets[@]} -gt 0 ] || targets=("${CLIENT_TARGETS[@]}")
+	[ ${#targets[@]} -gt 0 ] || return 0
 	if [ ! -f "$BUILD/CMakeCache.txt" ]; then
 		cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$SCRATCH/client-build.log" 2>&1 ||
 			{ cat "$SCRATCH/client-build.log" >&2; return 1; }
 	fi
-	cmake --build "$BUILD" -j"$JOBS" --target "${CLIENT_TARGETS[@]}" >>"$SCRATCH/client-build.log" 2>&1 ||
+	cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}" >>"$SCRATCH/client-build.log" 2>&1 ||
 		{ tail -50 "$SCRATCH/client-build.log" >&2; return 1; }
 }
 
@@ -196,7 +200,9 @@ rebuild()
 		# of the script just installed, not the ones it had
 		psql -X -q -c "DROP EXTENSION IF EXISTS pg_lease CASCADE" -c "CREATE EXTENSION pg_lease" >/dev/null
 		;;
-	client/*) build_client ;;
+	# only what this mutant's suites run: a target left behind is rebuilt,
+	# from the reverted source, by the next mutant or run that needs it
+	client/*) build_client "${MUTANT_TARGETS[@]}" ;;
 	*) die "no rule to rebuild $1" ;;
 	esac
 }
@@ -302,6 +308,7 @@ try_mutant()
 	local file suite caught="" start=$SECONDS
 	ID=$1
 	file=$(mutant_file "$ID")
+	mapfile -t MUTANT_TARGETS < <(all_suites "$ID" | while IFS= read -r suite; do suite_target "$suite"; done | sort -u)
 	apply_patch || die "$ID: patch does not apply"
 	if ! rebuild "$file"; then
 		apply_patch -R
