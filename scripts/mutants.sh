@@ -8,6 +8,9 @@
 #   MUTANTS_KEEP=1      keep the scratch directory
 #   MUTANTS_RESULTS=DIR where the catching suite's log goes (build/mutants)
 #   MUTANTS_DIR=DIR     another list of patches (e.g. a probe of your own)
+#   MUTANTS_WORK=DIR    the kept copy of the tree and its builds
+#                       (build/mutants-work): a later run rebuilds only
+#                       the files that changed since
 #
 # Each mutant is scripts/mutants/<id>.patch: a first line "# <what it
 # breaks>", a line "# suites: <suite> ...", then a unified diff of one file.
@@ -16,8 +19,26 @@
 #   regress:NAME[,NAME]  pg_regress suites of regress/sql
 #   iso:NAME[,NAME]      isolation specs of regress/specs
 #   server:NAME          tests/server/NAME.sh (clusters of its own)
-#   unit                 the client's GoogleTest unit binary
+#   upgrade              tests/server/upgrade.sh: the upgrade paths and the
+#                        object comparison with a fresh install (never for a
+#                        mutant of an install script sql/pg_lease--V.sql:
+#                        that comparison fails on any change, whatever it
+#                        does; such mutants are judged by behaviour)
+#   unit[:FILTER]        the client's GoogleTest unit binary (gtest filter)
+#   integration:FILTER   the client's integration binary against the
+#                        scratch cluster (gtest filter)
+#   cli-unit[:FILTER]    the command's GoogleTest unit binary
 #   cli:NAME             tests/cli/test_NAME.sh against the built pglease
+#   fault:PHASE[,PHASE]  pglease_fault --profile short --only PHASE,...
+#                        (its own clusters, from the private install)
+# A suite list is taken word by word, never expanded as file names (a
+# gtest filter such as unit:slow_rounds.* is passed as written).
+#
+# SQL mutants are judged by databases made after the mutant was installed:
+# pg_regress and isolation make theirs, server suites make their clusters,
+# and after every install of a changed sql/ file the scratch cluster's own
+# database drops and creates the extension again (the cli and integration
+# suites use it).
 #
 # Everything happens in a scratch directory: a copy of the tree, a private
 # PostgreSQL installation (copied server binaries, symlinked libraries and
@@ -71,12 +92,31 @@ check_system_unchanged()
 
 # --- scratch tree, private PostgreSQL, builds -----------------------------
 
+# copy_source: the kept copy of the tree in $SRC is brought up to date
+# file by file: a file whose content differs (changed in the tree, or left
+# patched by an interrupted run) is rewritten with a new time, so make
+# rebuilds it; the others keep theirs, and their objects stay valid.
 copy_source()
 {
-	SRC=$SCRATCH/src
-	mkdir -p "$SRC"
+	local stage=$SCRATCH/stage rel changed=0
+	mkdir -p "$SRC" "$stage"
 	(cd "$ROOT" && git ls-files -co --exclude-standard -z |
-		tar -cf - --null --no-recursion -T -) | tar -xf - -C "$SRC"
+		tar -cf - --null --no-recursion -T -) | tar -xf - -C "$stage"
+	while IFS= read -r -d '' rel; do
+		if ! cmp -s "$stage/$rel" "$SRC/$rel"; then
+			mkdir -p "$(dirname "$SRC/$rel")"
+			cp "$stage/$rel" "$SRC/$rel"
+			changed=$((changed + 1))
+		fi
+	done < <(cd "$stage" && find . -type f -print0)
+	# sources gone from the tree go from the copy too (PGXS and the suites
+	# take extension/*.c, sql/*.sql and regress/ by wildcard)
+	for rel in "$SRC"/extension/*.[ch] "$SRC"/sql/*.sql "$SRC"/regress/sql/*.sql \
+		"$SRC"/regress/expected/*.out "$SRC"/regress/specs/*.spec; do
+		[ -e "$rel" ] && [ ! -e "$stage/${rel#"$SRC"/}" ] && rm -f "$rel" "${rel%.c}.o" "${rel%.c}.bc"
+	done
+	rm -rf "$stage"
+	log "kept tree $SRC: $changed files new or changed since the last run"
 }
 
 build_extension()
@@ -89,15 +129,32 @@ build_extension()
 		die "a link into the system's pg_lease files is in the scratch install"
 }
 
-CLIENT_TARGETS=(pglease pglease_unit_tests)
+# The client targets the selected mutants' suites need (set in main).
+CLIENT_TARGETS=()
 
+suite_target()
+{
+	case ${1%%:*} in
+	unit) echo pglease_unit_tests ;;
+	integration) echo pglease_integration_tests ;;
+	cli-unit) echo pglease_cli_unit_tests ;;
+	cli) echo pglease ;;
+	fault) echo pglease_fault ;;
+	esac
+}
+
+# build_client [TARGET...]: the given client targets (default: every one
+# the selected mutants need), incrementally.
 build_client()
 {
+	local -a targets=("$@")
+	[ ${#targets[@]} -gt 0 ] || targets=("${CLIENT_TARGETS[@]}")
+	[ ${#targets[@]} -gt 0 ] || return 0
 	if [ ! -f "$BUILD/CMakeCache.txt" ]; then
 		cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$SCRATCH/client-build.log" 2>&1 ||
 			{ cat "$SCRATCH/client-build.log" >&2; return 1; }
 	fi
-	cmake --build "$BUILD" -j"$JOBS" --target "${CLIENT_TARGETS[@]}" >>"$SCRATCH/client-build.log" 2>&1 ||
+	cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}" >>"$SCRATCH/client-build.log" 2>&1 ||
 		{ tail -50 "$SCRATCH/client-build.log" >&2; return 1; }
 }
 
@@ -105,12 +162,22 @@ build_client()
 rebuild()
 {
 	case $1 in
-	extension/* | sql/*)
+	extension/*)
 		pg_cluster_stop mut
 		build_extension
 		pg_cluster_start mut >/dev/null
 		;;
-	client/*) build_client ;;
+	sql/*)
+		pg_cluster_stop mut
+		build_extension
+		pg_cluster_start mut >/dev/null
+		# the database the cli and integration suites use: the objects
+		# of the script just installed, not the ones it had
+		psql -X -q -c "DROP EXTENSION IF EXISTS pg_lease CASCADE" -c "CREATE EXTENSION pg_lease" >/dev/null
+		;;
+	# only what this mutant's suites run: a target left behind is rebuilt,
+	# from the reverted source, by the next mutant or run that needs it
+	client/*) build_client "${MUTANT_TARGETS[@]}" ;;
 	*) die "no rule to rebuild $1" ;;
 	esac
 }
@@ -139,9 +206,11 @@ suite_timeout()
 {
 	case $1 in
 	regress:* | iso:*) echo 120 ;;
-	server:*) echo 240 ;;
-	unit) echo 120 ;;
+	server:* | upgrade) echo 240 ;;
+	unit | unit:* | cli-unit | cli-unit:*) echo 120 ;;
+	integration:*) echo 300 ;;
 	cli:*) echo 120 ;;
+	fault:*) echo 600 ;;
 	esac
 }
 
@@ -149,13 +218,19 @@ suite_timeout()
 run_suite()
 {
 	local suite=$1 kind=${1%%:*} names=${1#*:} out=$SCRATCH/last.log
-	local -a cmd
+	local -a cmd filter=()
+	[ "$names" = "$suite" ] && names=""
+	[ -n "$names" ] && filter=("--gtest_filter=$names")
 	case $kind in
 	regress) cmd=(make -s -C "$SRC" -f Makefile.pgxs installcheck "REGRESS=${names//,/ }" ISOLATION=) ;;
 	iso) cmd=(make -s -C "$SRC" -f Makefile.pgxs installcheck REGRESS= "ISOLATION=${names//,/ }") ;;
 	server) cmd=(env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE PG_BIN="$PG_BIN" bash "$SRC/tests/server/$names.sh") ;;
-	unit) cmd=("$BUILD/tests/client/pglease_unit_tests") ;;
+	upgrade) cmd=(env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE PG_BIN="$PG_BIN" bash "$SRC/tests/server/upgrade.sh") ;;
+	unit) cmd=("$BUILD/tests/client/pglease_unit_tests" "${filter[@]}") ;;
+	integration) cmd=("$BUILD/tests/client/pglease_integration_tests" "${filter[@]}") ;;
+	cli-unit) cmd=("$BUILD/tests/cli/pglease_cli_unit_tests" "${filter[@]}") ;;
 	cli) cmd=(env PGLEASE="$BUILD/client/cli/pglease" bash "$SRC/tests/cli/test_$names.sh") ;;
+	fault) cmd=(env PG_BIN="$PG_BIN" "$BUILD/tests/fault/pglease_fault" --profile short --only "$names") ;;
 	*) die "unknown suite $suite" ;;
 	esac
 	rm -f "$SRC"/regress/regression.diffs "$SRC"/regress/output_iso/regression.diffs
@@ -177,9 +252,19 @@ failed_detail()
 			"$SCRATCH/last.log" | sort -u | paste -sd, -)
 		echo "${suite%%:*}:${tests:-${suite#*:}}"
 		;;
-	unit)
-		tests=$(sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_.]*\) (.*/\1/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
-		echo "unit${tests:+:$tests}"
+	unit | unit:* | integration:* | cli-unit | cli-unit:*)
+		# whole names, parameterized ones too (Prefix/Suite.Test/3)
+		tests=$(sed -n 's/^\[  FAILED  \] \([^ ,]*\)\( (\|, where\).*/\1/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
+		echo "${suite%%:*}${tests:+:$tests}"
+		# no test failed by name: the binary died (or hung) in some test,
+		# which may have nothing to do with the mutant; say so
+		if [ -z "$tests" ]; then
+			echo "(no test failed by name: the binary ended with status $SUITE_STATUS in $(sed -n 's/^\[ RUN      \] //p' "$SCRATCH/last.log" | tail -1))"
+		fi
+		;;
+	fault:*)
+		tests=$(sed -n 's/^\[\([a-z0-9-]*\)\] \([a-zA-Z0-9 ]*\):.*/\1 \2/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
+		echo "$suite${tests:+ ($tests)}"
 		;;
 	*) echo "$suite" ;;
 	esac
@@ -198,13 +283,16 @@ try_mutant()
 	local file suite caught="" start=$SECONDS
 	ID=$1
 	file=$(mutant_file "$ID")
+	mapfile -t MUTANT_TARGETS < <(all_suites "$ID" | while IFS= read -r suite; do suite_target "$suite"; done | sort -u)
 	apply_patch || die "$ID: patch does not apply"
 	if ! rebuild "$file"; then
 		apply_patch -R
 		rebuild "$file"
 		die "$ID: the mutant does not build"
 	fi
-	for suite in $(mutant_suites "$ID"); do
+	local -a suites
+	read -r -a suites <<<"$(mutant_suites "$ID")"
+	for suite in "${suites[@]}"; do
 		if ! run_suite "$suite"; then
 			caught=$(failed_detail "$suite" | paste -sd' ' -)
 			cp "$SCRATCH/last.log" "$RESULTS/$ID.log"
@@ -221,18 +309,27 @@ try_mutant()
 	return 1
 }
 
+# all_suites ID...: every suite the mutants name, once each, one a line.
+all_suites()
+{
+	local id
+	for id in "$@"; do mutant_suites "$id"; done | tr ' ' '\n' | sed '/^$/d' | sort -u
+}
+
 # Every suite a mutant names must pass on the unmutated tree, or a failure
-# would prove nothing.
+# would prove nothing.  A failing suite's whole log is kept.
 baseline()
 {
-	local suite failed=0
-	for suite in $(for id in "$@"; do mutant_suites "$id"; done | tr ' ' '\n' | sort -u); do
+	local suite failed=0 kept
+	while IFS= read -r suite; do
 		if ! run_suite "$suite"; then
-			log "baseline: $suite fails on the unmutated tree:"
+			kept=$RESULTS/baseline-$(echo "$suite" | tr -c 'A-Za-z0-9_.,-' '_').log
+			cp "$SCRATCH/last.log" "$kept"
+			log "baseline: $suite fails on the unmutated tree (whole log: $kept):"
 			tail -40 "$SCRATCH/last.log" >&2
 			failed=1
 		fi
-	done
+	done < <(all_suites "$@")
 	return $failed
 }
 
@@ -264,13 +361,25 @@ main()
 	if [ $# -gt 0 ]; then ids=("$@"); else mapfile -t ids < <(mutant_ids); fi
 	for id in "${ids[@]}"; do
 		[ -f "$MUTANTS_DIR/$id.patch" ] || die "no mutant $id"
+		case $(mutant_file "$id") in
+		sql/pg_lease--*--*.sql) ;;
+		sql/*)
+			if grep -qx -e upgrade -e server:upgrade <<<"$(mutant_suites "$id" | tr ' ' '\n')"; then
+				die "$id: a mutant of an install script is judged by behaviour, not by the upgrade's object comparison"
+			fi
+			;;
+		esac
 	done
+	mapfile -t CLIENT_TARGETS < <(all_suites "${ids[@]}" | while IFS= read -r s; do suite_target "$s"; done | sort -u)
 
 	SYSTEM_SUMS=$(system_checksums)
 	export PGLEASE_GIT_DIR=$ROOT	# for suites that build older versions from history
 	SCRATCH=$(mktemp -d /tmp/pg_lease_mutants.XXXXXX)
 	chmod 0755 "$SCRATCH"
-	BUILD=$SCRATCH/build
+	WORK=${MUTANTS_WORK:-$ROOT/build/mutants-work}
+	mkdir -p "$WORK"
+	SRC=$WORK/src
+	BUILD=$WORK/build
 	RESULTS=${MUTANTS_RESULTS:-$ROOT/build/mutants}
 	mkdir -p "$RESULTS"
 	PG_CLUSTER_ROOT=$SCRATCH/clusters

@@ -1,5 +1,6 @@
 /// @file pq_backend.cpp
 /// @brief pg_lease SQL API over libpqxx 6.4, with reconnect and LISTEN.
+#include "connect_backoff.hpp"
 #include "conninfo.hpp"
 #include "pq_session.hpp"
 #include "wakeup_pipe.hpp"
@@ -49,6 +50,25 @@ pq_backend::session& pq_backend::live() {
         return *m_session;
     const bool reconnect = static_cast<bool>(m_session);
     drop();
+    // An overloaded server is not sent another attempt before its backoff
+    // ends (connect_backoff.hpp): that costs it nothing.
+    auto& backoff = detail::connect_backoff::shared();
+    const auto attempt = std::chrono::steady_clock::now();
+    if (const auto left = backoff.wait_left(m_conninfo, attempt);
+        left > std::chrono::steady_clock::duration::zero())
+        throw connection_lost{
+            "cannot connect: backing off for " +
+            std::to_string(std::chrono::ceil<std::chrono::milliseconds>(left).count()) +
+            " ms after " + std::to_string(backoff.failures(m_conninfo)) +
+            " attempts the server was too busy to accept"};
+    const auto failed = [&](const std::string& why) {
+        const auto took = std::chrono::steady_clock::now() - attempt;
+        backoff.failed(m_conninfo, std::chrono::steady_clock::now(),
+                       detail::overloaded_attempt(why),
+                       std::max<std::chrono::steady_clock::duration>(
+                           took, std::chrono::milliseconds{500}),
+                       m_options.reconnect_backoff_max);
+    };
     try {
         auto fresh = std::make_shared<session>(m_conninfo);
         pqxx::nontransaction tx{fresh->conn};
@@ -57,12 +77,16 @@ pq_backend::session& pq_backend::live() {
         tx.exec("SET statement_timeout = " + std::to_string(backstop.count()));
         tx.commit();
         m_session = std::move(fresh);
+        backoff.succeeded(m_conninfo);
     } catch (const pqxx::broken_connection& e) {
+        failed(e.what());
         throw connection_lost{std::string{"cannot connect: "} + e.what()};
     } catch (const pqxx::sql_error& e) {
+        failed(e.what());
         throw_for_sqlstate(std::string{"cannot set up session: "} + e.what(),
                            detail::sqlstate_of(e));
     } catch (const pqxx::failure& e) {
+        failed(e.what());
         throw connection_lost{std::string{"cannot connect: "} + e.what()};
     }
     if (m_listen_wanted) {

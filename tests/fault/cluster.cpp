@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 
@@ -24,9 +25,14 @@ void give_to_postgres(const std::string& path) {
             throw std::runtime_error("chown " + path + " failed");
 }
 
+std::string pg_bin() {
+    const char* env = std::getenv("PG_BIN");
+    return env != nullptr && *env != '\0' ? std::string{env} : "/usr/lib/postgresql/15/bin";
+}
+
 namespace {
 std::string bin(const char* name) {
-    return std::string{pg_bin} + "/" + name;
+    return pg_bin() + "/" + name;
 }
 
 void must(int rc, const std::string& what, const std::string& log) {

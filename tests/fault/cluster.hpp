@@ -9,7 +9,10 @@
 
 namespace fault {
 
-inline constexpr const char* pg_bin = "/usr/lib/postgresql/15/bin";
+/// The PostgreSQL install's bin directory: $PG_BIN when set (a private
+/// install, as tests/harness/pg_cluster.sh and scripts/mutants.sh use),
+/// else the system's.
+std::string pg_bin();
 inline constexpr const char* faketime_lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 class cluster {

@@ -8,12 +8,34 @@
 
 #include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 namespace fault {
 
 using nlohmann::json;
+
+std::unique_ptr<pqxx::connection> patient_connection(const std::string& conninfo) {
+    // The suite's own bookkeeping connections (schema, history), not the
+    // product's: a busy server (64 contenders on 2 cores) may need more
+    // than one connect_timeout to accept one. Bounded: 6 attempts, 1 s
+    // apart, each bounded by the conninfo's connect_timeout (5 s).
+    constexpr int attempts = 6;
+    for (int i = 1;; ++i) {
+        try {
+            return std::make_unique<pqxx::connection>(conninfo);
+        } catch (const pqxx::broken_connection& e) {
+            if (i >= attempts)
+                throw;
+            std::cerr << "pglease_fault: connecting for the suite's own use, attempt " << i
+                      << " of " << attempts << " failed (" << e.what() << "); retrying"
+                      << std::endl;
+            sleep_ms(1000);
+        }
+    }
+}
 
 void settle(int ms) {
     const auto end = mono_ns() + static_cast<std::int64_t>(ms) * 1000000;
@@ -47,8 +69,10 @@ namespace {
 /// that bounds a session (no idle_in_transaction_session_timeout, no
 /// statement_timeout): a writer stalled inside a fenced transaction must
 /// be dealt with by pg_lease itself.
+/// PGLEASE_FAULT_SERVER_CONF (lines separated by ';') is appended, for
+/// diagnosis only (e.g. "log_connections = on;log_disconnections = on").
 std::vector<std::string> base_conf() {
-    return {"listen_addresses = '127.0.0.1'",
+    std::vector<std::string> conf{"listen_addresses = '127.0.0.1'",
             "fsync = off",
             "max_connections = 320",
             "shared_buffers = '32MB'",
@@ -57,6 +81,14 @@ std::vector<std::string> base_conf() {
             "wal_keep_size = '256MB'",
             "log_min_messages = warning",
             "log_line_prefix = '%m [%p] %a '"};
+    if (const char* extra = std::getenv("PGLEASE_FAULT_SERVER_CONF")) {
+        std::stringstream lines{extra};
+        std::string line;
+        while (std::getline(lines, line, ';'))
+            if (!line.empty())
+                conf.push_back(line);
+    }
+    return conf;
 }
 
 } // namespace
@@ -76,8 +108,8 @@ void phase::start_primary(const std::vector<std::string>& leases, bool faketime,
 }
 
 void phase::setup_schema() {
-    pqxx::connection c{primary().conninfo()};
-    pqxx::nontransaction tx{c};
+    const auto conn = patient_connection(primary().conninfo());
+    pqxx::nontransaction tx{*conn};
     tx.exec("CREATE EXTENSION pg_lease");
     tx.exec("CREATE SEQUENCE fault_order");
     tx.exec("CREATE TABLE commit_order (tbl text, write_id bigint, "
@@ -205,8 +237,8 @@ std::optional<leader_info> phase::wait_leader(const std::string& lease, int time
 
 void read_database(const std::string& conninfo, phase_bundle& b,
                    const std::vector<std::string>& leases) {
-    pqxx::connection conn{conninfo};
-    pqxx::read_transaction tx{conn};
+    const auto conn = patient_connection(conninfo);
+    pqxx::read_transaction tx{*conn};
     for (const auto& row :
          tx.exec("SELECT e.id, e.event, e.name, coalesce(e.holder, ''), e.epoch, "
                  "coalesce(g.ord, -1) FROM lease_events e LEFT JOIN grant_order g "

@@ -8,6 +8,8 @@
 #include "cluster.hpp"
 #include "options.hpp"
 
+#include <pqxx/connection>
+
 #include <memory>
 #include <optional>
 #include <random>
@@ -108,6 +110,12 @@ private:
 
 /// Sleeps @p ms, ending early when interrupted.
 void settle(int ms);
+
+/// A connection for the suite's own bookkeeping (schema, reading the
+/// history): bounded retries, so a server busy with the phase's workers
+/// is waited for (6 attempts of connect_timeout, 1 s apart), never given
+/// up on after one connect_timeout.
+std::unique_ptr<pqxx::connection> patient_connection(const std::string& conninfo);
 
 /// Reads lease_events (+ grant_order), fw_/fs_/fc_<lease> (+ commit_order).
 void read_database(const std::string& conninfo, phase_bundle& b,

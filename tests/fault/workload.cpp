@@ -17,7 +17,8 @@ namespace {
 using nlohmann::json;
 
 std::string with_app_name(const std::string& conninfo, const std::string& app) {
-    return conninfo + " application_name=" + app;
+    // Bounded: a server too busy to accept is retried (writer_loop), never waited for forever.
+    return conninfo + " connect_timeout=10 application_name=" + app;
 }
 
 /// One transaction's plan, drawn at random; `ops` names what it runs.

@@ -62,6 +62,20 @@ struct connection_options {
     /// and keepalives still apply). The elector does not lower it.
     std::chrono::milliseconds acquire_timeout{5000};
 
+    /// Longest pause between connection attempts to a server that is too
+    /// busy to accept them. An attempt that ran into connect_timeout, or
+    /// was refused with "too many clients", still cost the server a backend
+    /// start; retried at the retry period by every client at once, such
+    /// attempts keep the server from ever accepting one (a connection
+    /// herd). After one, the next attempt to the same connection string,
+    /// from any pq_backend of the process, waits min(this, d x 2^(n-1)) x
+    /// [0.5, 1] (random), d = how long the failed attempt took (at least
+    /// 500 ms), n = such failures in a row; calls meanwhile fail at once
+    /// with connection_lost, sending nothing. Attempts that fail at once
+    /// (refused, server starting up) do not back off. Zero: never back
+    /// off. Default 15 s.
+    std::chrono::milliseconds reconnect_backoff_max{15000};
+
     /// application_name of the session, visible in pg_stat_activity.
     /// Default "pglease".
     std::string application_name{"pglease"};
