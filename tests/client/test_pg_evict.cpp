@@ -168,7 +168,12 @@ void pg_evict::stalled_leader_is_evicted(stall how) {
     ASSERT_TRUE(report) << "child said nothing more";
     EXPECT_EQ(*report, "after error=lease_evicted stopped=1 leading=0");
     if (how == stall::busy) {
-        EXPECT_EQ(*sqlstate, "sqlstate 57014");
+        // The server cancels the running statement first, and terminates the
+        // backend if its transaction still holds the lock 250 ms later; on a
+        // loaded machine the cancelled backend may not get the CPU in time,
+        // so a lost connection is the other lawful outcome.  That the cancel
+        // comes first is checked on the server's log (tests/server/takeover.sh).
+        EXPECT_TRUE(*sqlstate == "sqlstate 57014" || *sqlstate == "sqlstate (none)") << *sqlstate;
     }
     EXPECT_EQ(leader.wait(), 0);
 
