@@ -10,8 +10,11 @@
 # and bench/installed_ratios.sh: renew, the acquire+release cycle and
 # run_fenced measured by a program built against the installed client
 # (find_package, from the bench build dir installed into a private prefix).
+# Last, bench/peers/run.sh: pg_lease side by side with etcd (its Go client),
+# ZooKeeper (Curator) and Redis, each as its users run it: failover,
+# handover, a paused leader's writes, durable operations, 100,000 leases.
 #
-#   scripts/bench.sh                          # full run, 25-33 minutes on 2 cores (growth: 6-8, many: 2, installed package: 3)
+#   scripts/bench.sh                          # full run, 40-50 minutes on 2 cores (growth: 6-8, many: 2, installed package: 3, peers: 15)
 #   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
 #   BENCH_JSON=out.json scripts/bench.sh      # default: $build/bench-results.json
 set -euo pipefail
@@ -26,7 +29,7 @@ build=${PGLEASE_BENCH_BUILD_DIR:-${TMPDIR:-/tmp}/pglease-bench-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 # pglease_client and pglease_testing: what bench/installed_ratios.sh
 # installs (cmake --install --component development) from this build dir
-cmake --build "$build" -j "$(nproc)" --target pglease_bench extension pglease_client pglease_testing
+cmake --build "$build" -j "$(nproc)" --target pglease_bench pglease_peer extension pglease_client pglease_testing
 "${sudo[@]}" make -s -f Makefile.pgxs install >/dev/null
 
 export PG_TEST_FSYNC=on # the harness's default is fsync=off: not for benchmarks
@@ -58,3 +61,7 @@ bench/pgbench_ratios.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"
 # preloaded, a follower LISTENing
 echo "bench: the installed C++ package (bench/installed_ratios.sh)"
 bench/installed_ratios.sh "$build" -- --rounds "${BENCH_NOTIFY_ROUNDS:-5}" --seconds "${BENCH_INSTALLED_SECONDS:-1}"
+# pg_lease against etcd, ZooKeeper and Redis, each through its own client,
+# on servers of its own (bench/peers/README.md)
+echo "bench: peers (bench/peers/run.sh)"
+bench/peers/run.sh --build "$build/bench/peers" --pglease-peer "$build/bench/pglease_peer" ${BENCH_PEERS_ARGS:-}

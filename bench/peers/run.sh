@@ -46,7 +46,7 @@ pg_pid=$(head -1 "$(pg_cluster_dir peers)/data/postmaster.pid")
 
 echo "peers: PostgreSQL $PGHOST:$PGPORT (fsync on), etcd $BENCH_ETCD_URL, ZooKeeper $BENCH_ZK, Redis $BENCH_REDIS (in memory)"
 echo "peers: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "peers: $(etcd --version | head -1); ZooKeeper $(basename "$(readlink -f /usr/share/java/zookeeper.jar)" .jar); $(redis-server --version | cut -d' ' -f1-3); $(java -version 2>&1 | head -1)"
+echo "peers: $(etcd --version | head -1); ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper); $(redis-server --version | cut -d' ' -f1-3); $(java -version 2>&1 | head -1)"
 python3 "$here/peers.py" --bin "$build/bin" --classpath "$(cat "$build/classpath")" --pglease-peer "$peer" \
 	--pg "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$PGDATABASE sslmode=disable" \
 	--jdbc "jdbc:postgresql://$PGHOST:$PGPORT/$PGDATABASE?user=$PGUSER" \
