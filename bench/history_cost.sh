@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Where the history row's cost lies: the cycle's floor (each UPDATE of a
+# lease row and its history row in one statement, bench/notify_cost.sh) on
+# copies of lease_events that differ only in their indexes, against the two
+# bare UPDATEs, and the lease_acquire + lease_release cycle itself, at 1, 4
+# and 16 clients, each client cycling over 100 leases of its own, on one
+# server (fsync on, pg_lease preloaded).  A history row is appended to the
+# heap's last page and to two indexes: the identity primary key (always its
+# rightmost leaf: every client inserts into one page) and (name, time)
+# (spread over the leases).  Variants:
+#   all      LIKE lease_events INCLUDING ALL (as the extension has it)
+#   no_pk    without the identity primary key (only (name, time))
+#   hash_pk  the identity key in a hash index instead of the btree (inserts spread over buckets)
+#   no_nt    without the (name, time) index (only the primary key)
+#   none     no index at all (the heap only)
+#
+#   bench/history_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/pgbench_common.sh" "$@"
+pgbench_cluster_init history
+echo "shared_preload_libraries = 'pg_lease'" | pg_as_owner tee -a "$(pg_cluster_dir history)/data/postgresql.conf" >/dev/null
+pg_cluster_start history
+per_client=100
+variants=(all no_pk hash_pk no_nt none)
+
+psql -X -q -v ON_ERROR_STOP=1 -v per_client=$per_client >/dev/null <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION pg_lease;
+CREATE TABLE bare_leases (LIKE leases INCLUDING ALL) WITH (fillfactor = 50);
+CREATE SEQUENCE bare_seq AS bigint MINVALUE 1;
+INSERT INTO bare_leases (name, holder, epoch, acquired_at, renewed_at, expires_at, ttl, transitions, owner_role)
+SELECT 'bench-' || i || '-' || k, NULL, 1, now(), now(), now(), '60 s', 0, current_user
+FROM generate_series(0, 63) i, generate_series(0, :per_client - 1) k;
+SELECT count(lease_release(name, 'h0', epoch))
+FROM (SELECT name, (lease_acquire(name, 'h0', '60 s')).epoch FROM bare_leases ORDER BY name) l;
+CREATE TABLE ev_all (LIKE lease_events INCLUDING ALL);
+CREATE TABLE ev_no_pk (LIKE lease_events INCLUDING ALL);
+ALTER TABLE ev_no_pk DROP CONSTRAINT ev_no_pk_pkey;
+CREATE TABLE ev_hash_pk (LIKE lease_events INCLUDING ALL);
+ALTER TABLE ev_hash_pk DROP CONSTRAINT ev_hash_pk_pkey;
+CREATE INDEX ON ev_hash_pk USING hash (id);
+CREATE TABLE ev_no_nt (LIKE lease_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING IDENTITY);
+ALTER TABLE ev_no_nt ADD PRIMARY KEY (id);
+CREATE TABLE ev_none (LIKE lease_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING IDENTITY);
+VACUUM ANALYZE;
+SQL
+
+pick="\\set k random(0, $((per_client - 1)))"
+name="'bench-' || :client_id || '-' || :k"
+acquire="UPDATE bare_leases SET holder = 'h' || :client_id, epoch = nextval('bare_seq'), acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = clock_timestamp() + interval '60 s', ttl = interval '60 s', transitions = transitions + 1, owner_role = current_user WHERE name = $name AND (holder IS NULL OR holder = 'h' || :client_id)"
+release="UPDATE bare_leases SET holder = NULL, expires_at = LEAST(expires_at, clock_timestamp()) WHERE name = $name AND holder = 'h' || :client_id"
+cat >"$work/lease.sql" <<SQL
+$pick
+SELECT epoch FROM lease_acquire($name, 'h' || :client_id, '60 s') WHERE acquired \\gset
+SELECT 1 / lease_release($name, 'h' || :client_id, :epoch)::int AS released \\gset
+SQL
+printf '%s\n%s RETURNING epoch \\gset\n%s RETURNING true AS released \\gset\n' "$pick" "$acquire" "$release" >"$work/plain.sql"
+for v in "${variants[@]}"; do
+	cat >"$work/floor_$v.sql" <<SQL
+$pick
+WITH u AS ($acquire RETURNING name, holder, epoch, expires_at) INSERT INTO ev_$v (event, name, holder, epoch, expires_at, role) SELECT 'acquired', name, holder, epoch, expires_at, current_user FROM u RETURNING epoch \\gset
+WITH u AS ($release RETURNING name, epoch, expires_at) INSERT INTO ev_$v (event, name, holder, epoch, expires_at, role) SELECT 'released', name, 'h' || :client_id, epoch, expires_at, current_user FROM u RETURNING true AS released \\gset
+SQL
+done
+
+run()
+{
+	"$pgbench" -n -M prepared -c "$2" -j "$2" -T "$secs" -f "$work/$1.sql" >"$work/run.out" 2>&1 ||
+		{ cat "$work/run.out" >&2; return 1; }
+	awk '/^tps/ { print int($3) }' "$work/run.out"
+}
+
+scripts=(plain lease "${variants[@]/#/floor_}")
+declare -A ratio tps
+for c in "${clients[@]}"; do
+	for r in $(seq 1 "$rounds"); do
+		# rotate the order from round to round; each ratio against the plain
+		# UPDATEs measured in the same round
+		n=${#scripts[@]}
+		order=("${scripts[@]:$((r % n))}" "${scripts[@]:0:$((r % n))}")
+		declare -A got=()
+		for s in "${order[@]}"; do
+			got[$s]=$(run "$s" "$c")
+		done
+		line="$c clients, round $r: plain ${got[plain]}/s"
+		for s in "${scripts[@]}"; do
+			[ "$s" = plain ] && continue
+			ratio[$s.$c]="${ratio[$s.$c]:-} $(ratio "${got[$s]}" "${got[plain]}")"
+			tps[$s.$c]="${tps[$s.$c]:-} ${got[$s]}"
+			line="$line, $s ${got[$s]}/s ($(ratio "${got[$s]}" "${got[plain]}"))"
+		done
+		echo "$line"
+		unset got
+	done
+done
+
+echo
+printf '| clients | lease cycle |'
+for v in "${variants[@]}"; do printf ' floor, %s |' "$v"; done
+echo
+printf '|---:|---:|'
+for _ in "${variants[@]}"; do printf -- '---:|'; done
+echo
+for c in "${clients[@]}"; do
+	printf '| %s | %sx |' "$c" "$(median <<<"${ratio[lease.$c]}")"
+	for v in "${variants[@]}"; do printf ' %sx (%s/s) |' "$(median <<<"${ratio[floor_$v.$c]}")" "$(median <<<"${tps[floor_$v.$c]}")"; done
+	echo
+done
+echo "(medians over $rounds rounds of ${secs}s of the per-round ratio to two bare UPDATEs; 100 leases per client; fsync on; preloaded)"
