@@ -17,7 +17,7 @@ for p in etcdpeer redispeer; do
 	go build -p 2 -o "$out/bin/$p" "peers/$p"
 done
 
-jars=(curator-framework curator-recipes curator-client zookeeper zookeeper-jute guava slf4j-api slf4j-nop postgresql)
+jars=(curator-framework curator-recipes curator-client zookeeper zookeeper-jute guava slf4j-api slf4j-simple postgresql)
 cp=
 for j in "${jars[@]}"; do
 	[ -f "/usr/share/java/$j.jar" ] || { echo "build.sh: /usr/share/java/$j.jar missing (scripts/deps.sh test)" >&2; exit 1; }

@@ -125,7 +125,8 @@ class Bench:
         if system == "etcd":
             return [os.path.join(a.bin, "etcdpeer"), mode, "-endpoint", a.etcd, "-pg", a.pg]
         if system == "zookeeper":
-            return ["java", "-Xss512k", "-cp", a.classpath, "ZkPeer", mode, "-endpoint", a.zk, "-pg", a.jdbc]
+            return ["java", "-Xss512k", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", a.classpath,
+                    "ZkPeer", mode, "-endpoint", a.zk, "-pg", a.jdbc]
         if system == "redis":
             return [os.path.join(a.bin, "redispeer"), mode, "-endpoint", a.redis, "-pg", a.pg]
         raise ValueError(system)
@@ -161,6 +162,7 @@ class Bench:
         if not leader.wait_for("LEADER", 60):
             leader.fail("no LEADER")
         took = []
+        self.results.setdefault(f"{kind}_failed", {})[system] = []
         for i in range(1, runs + 1):
             follower = self.elector(system, name, f"{kind}{i}")
             if not follower.wait_for("CAMPAIGN", 60):
@@ -174,7 +176,20 @@ class Bench:
                 t = leader.resign()
             got = follower.wait_for("LEADER", 30)
             if not got:
-                follower.fail(f"no LEADER after the {kind}")
+                # counted, not hidden: the run is reported as failed, and
+                # the chain starts again from a fresh leader
+                why = f"run {i}: no leader 30 s after the {kind}; follower stderr: {' | '.join(follower.err[-3:])}"
+                print(f"  {kind} {system}: {why}", flush=True)
+                self.results[f"{kind}_failed"][system].append(why)
+                leader.signal(signal.SIGKILL)
+                follower.signal(signal.SIGKILL)
+                leader.stop(grace=1)
+                follower.stop(grace=1)
+                name = f"{kind}-{system}-{os.getpid()}-{i}"
+                leader = self.elector(system, name, f"{kind}{i}r")
+                if not leader.wait_for("LEADER", 60):
+                    leader.fail("no LEADER")
+                continue
             took.append((int(got[1]) - t) / 1000.0)
             if kind == "handover" and not leader.wait_for("RESIGNED", 10):
                 leader.fail("no RESIGNED")
@@ -398,7 +413,8 @@ def main():
                 took = b.moves(system, kind, a.runs)
                 b.results[kind][system] = took
                 print(f"  {kind} {system}: p50 {pct(took, .5):.1f} ms, p99 {pct(took, .99):.1f} ms, "
-                      f"min {min(took):.1f}, max {max(took):.1f} ({len(took)} runs)", flush=True)
+                      f"min {min(took):.1f}, max {max(took):.1f} ({len(took)} runs, "
+                      f"{len(b.results[kind + '_failed'][system])} failed)", flush=True)
                 b.cleanup()
         if "stale" in only:
             print("stale: a paused leader's writes", flush=True)
@@ -446,7 +462,10 @@ def table(res, clients):
     print("|---|" + "---:|" * len(SYSTEMS))
     for kind in ("failover", "handover"):
         if res[kind]:
-            cells = [f"{pct(res[kind][s], .5):.1f} / {pct(res[kind][s], .99):.1f} ms" if s in res[kind] else "-" for s in SYSTEMS]
+            failed = res.get(f"{kind}_failed", {})
+            cells = [(f"{pct(res[kind][s], .5):.1f} / {pct(res[kind][s], .99):.1f} ms" if res[kind].get(s) else "-") +
+                     (f" ({len(failed[s])} runs without a leader in 30 s)" if failed.get(s) else "")
+                     for s in SYSTEMS]
             print(f"| {kind} p50 / p99 | " + " | ".join(cells) + " |")
     for pause in ("sigstop", "self"):
         for guard in ("", "-guard"):
