@@ -419,7 +419,7 @@ def main():
         if "stale" in only:
             print("stale: a paused leader's writes", flush=True)
             for system in SYSTEMS:
-                for pause in ("sigstop", "self"):
+                for pause in (os.environ.get("PEERS_PAUSES") or "sigstop,self").split(","):
                     guards = (False,) if system == "pg_lease" else (False, True)
                     if a.smoke and system != "etcd":
                         guards = (False,)  # the smoke: etcd's guard shows the guarded path works

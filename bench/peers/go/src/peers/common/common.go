@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -146,7 +147,7 @@ func (w *Writer) Loop(leading func() bool, guard func() bool, token int64) {
 		w.seq++
 		if w.seq == w.f.PauseAt {
 			Say("PAUSING", NowUs())
-			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			stopHere()
 		}
 		if _, err := w.stmt.Exec(w.f.ID, w.seq, token); err != nil {
 			Say("WRITE_REFUSED", NowUs(), err.Error())
@@ -155,6 +156,15 @@ func (w *Writer) Loop(leading func() bool, guard func() bool, token int64) {
 		time.Sleep(w.f.WriteGap)
 	}
 	Say("STOPPED_WRITING", NowUs(), w.seq)
+}
+
+// stopHere stops the whole process before the calling goroutine goes on:
+// SIGSTOP sent to this OS thread (a signal sent to the process would stop
+// its threads a moment later, after the write went out).
+func stopHere() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
 }
 
 // Ops runs op on Clients goroutines for Seconds (each at most MaxOps times),
