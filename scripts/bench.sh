@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The benchmark command.  Builds pglease_bench and the extension, installs
 # the extension, starts on loopback a throwaway PostgreSQL with default
-# durability (fsync on, synchronous_commit on), etcd (its defaults: WAL
-# fsynced) and Redis (in memory, no persistence), runs every figure, stops
-# them all whatever happens, prints one table and writes a JSON file.  Then
+# durability (fsync on, synchronous_commit on) and Redis (in memory, no
+# persistence), runs every figure, stops them all whatever happens, prints
+# one table and writes a JSON file (etcd is compared in bench/peers,
+# through its own Go client; pglease_bench --etcd URL, its JSON gateway, is
+# the old method and no longer run here).  Then
 # bench/notify_cost.sh on a server of its own: the acquire+release cycle and
 # handovers with NOTIFY at commit, then from the notifier worker (preloaded);
 # bench/pgbench_ratios.sh: renew and the fenced INSERT measured by pgbench;
@@ -40,13 +42,12 @@ chmod 0755 "$work"
 trap 'bench_servers_stop; pg_cluster_stop_all; rm -rf "$work"' EXIT
 pg_cluster_start bench -c max_connections=200
 psql -X -q -c "CREATE EXTENSION pg_lease"
-bench_etcd_start "$work"
 bench_redis_start "$work"
 
 json=${BENCH_JSON:-$build/bench-results.json}
-echo "bench: PostgreSQL $PGHOST:$PGPORT (fsync on), etcd $BENCH_ETCD_URL, redis $BENCH_REDIS"
+echo "bench: PostgreSQL $PGHOST:$PGPORT (fsync on), redis $BENCH_REDIS"
 echo "bench: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$build/bench/pglease_bench" --etcd "$BENCH_ETCD_URL" --redis "$BENCH_REDIS" --json "$json" "$@"
+"$build/bench/pglease_bench" --redis "$BENCH_REDIS" --json "$json" "$@"
 echo "bench: load after: $(cut -d' ' -f1-3 /proc/loadavg); JSON in $json"
 # NOTIFY's cost: acquire+release cycles against two plain UPDATEs, and
 # handovers, on a server of its own without and with shared_preload_libraries
