@@ -14,7 +14,14 @@
 #   no_nt    without the (name, time) index (only the primary key)
 #   none     no index at all (the heap only)
 #
+# With HISTORY_WAITS=N it then samples, every 10 ms for N seconds at the
+# largest client count, what the backends wait on (pg_stat_activity
+# wait_event_type:wait_event) while the lease cycle, the floor and the bare
+# UPDATEs run: page contention shows as LWLock:BufferContent, the commit's
+# flush as LWLock:WALWrite / IO:WALSync.
+#
 #   bench/history_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   HISTORY_WAITS=10 bench/history_cost.sh 3 3 16
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "$@"
@@ -108,3 +115,29 @@ for c in "${clients[@]}"; do
 	echo
 done
 echo "(medians over $rounds rounds of ${secs}s of the per-round ratio to two bare UPDATEs; 100 leases per client; fsync on; preloaded)"
+
+if [ -n "${HISTORY_WAITS:-}" ]; then
+	c=${clients[-1]}
+	echo
+	echo "What $c clients wait on (samples of pg_stat_activity every 10 ms for ${HISTORY_WAITS} s; CPU = running, no wait event):"
+	for s in plain lease floor_all floor_no_pk floor_hash_pk; do
+		"$pgbench" -n -M prepared -c "$c" -j "$c" -T "$((HISTORY_WAITS + 2))" -f "$work/$s.sql" >"$work/waits.out" 2>&1 &
+		bench=$!
+		sleep 1
+		PGOPTIONS="-c my.n=$((HISTORY_WAITS * 100))" psql -X -A -t -q <<'SQL' | sed "s/^/  $s: /"
+CREATE TEMP TABLE w (ev text);
+DO $$
+BEGIN
+	FOR i IN 1 .. current_setting('my.n')::int LOOP
+		PERFORM pg_stat_clear_snapshot();
+		INSERT INTO w SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')
+		FROM pg_stat_activity WHERE application_name = 'pgbench' AND state = 'active';
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END
+$$;
+SELECT ev || ' ' || round(100.0 * count(*) / sum(count(*)) OVER (), 1) || '%' FROM w GROUP BY ev ORDER BY count(*) DESC LIMIT 8;
+SQL
+		wait "$bench"
+	done
+fi

@@ -201,15 +201,15 @@ class Bench:
         return took
 
     # ---- a paused leader's writes -----------------------------------------
-    def stale(self, system, pause, guard):
+    def stale(self, system, pause, guard, run=0):
         """A leader writing into a PostgreSQL table is paused past its ttl
         (SIGSTOP from outside at any point of its loop, or by itself between
         its check and its write), a new leader is elected and writes, the old
         one resumes: how many of its writes the table accepted after the new
         leader's first."""
         case = f"{system}-{pause}{'-guard' if guard else ''}"
-        table = "w_" + case.replace("-", "_")
-        name = f"stale-{case}-{os.getpid()}"
+        table = "w_" + case.replace("-", "_") + f"_{run}"
+        name = f"stale-{case}-{run}-{os.getpid()}"
         self.psql(f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
                   f"writer text NOT NULL, seq int NOT NULL, token bigint, epoch bigint, at timestamptz NOT NULL DEFAULT clock_timestamp())")
         if system == "pg_lease":
@@ -264,7 +264,7 @@ class Bench:
         print(f"  stale {case}: {accepted} of the old leader's writes accepted after the new leader's first "
               f"(paused {r['paused_ms']:.0f} ms; old stopped writing {r['old_stopped_after_ms']} ms after resuming"
               f"{'; refused: ' + r['old_refused'] if refused else ''})", flush=True)
-        self.results["stale"][case] = r
+        self.results["stale"].setdefault(case, []).append(r)
 
     # ---- throughput ---------------------------------------------------------
     def ops(self, system, op, clients, seconds):
@@ -385,6 +385,7 @@ def main():
     ap.add_argument("--json", required=True)
     ap.add_argument("--only", default="failover,handover,stale,ops,many")
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--stale-runs", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--clients", default="1,4,16")
@@ -395,13 +396,13 @@ def main():
     a = ap.parse_args()
     SYSTEMS[:] = [s for s in SYSTEMS if s in a.systems.split(",")]
     if a.smoke:
-        a.runs, a.rounds, a.seconds, a.clients = 2, 1, 0.3, "2"
+        a.runs, a.rounds, a.seconds, a.clients, a.stale_runs = 2, 1, 0.3, "2", 1
         a.many_procs, a.many_leases, a.many_hold = 4, 50, 3.0
     a.pids = {k: int(v) for k, v in (x.split("=") for x in a.pids.split(","))}
     only = a.only.split(",")
     clients = [int(c) for c in a.clients.split(",")]
     b = Bench(a)
-    b.results["settings"] = {"ttl": TTL, "retry": RETRY, "runs": a.runs, "rounds": a.rounds,
+    b.results["settings"] = {"ttl": TTL, "retry": RETRY, "runs": a.runs, "stale_runs": a.stale_runs, "rounds": a.rounds,
                              "seconds": a.seconds, "clients": clients, "many_procs": a.many_procs,
                              "many_leases": a.many_leases, "many_ttl": MANY_TTL, "many_hold_s": a.many_hold}
     try:
@@ -424,8 +425,9 @@ def main():
                     if a.smoke and system != "etcd":
                         guards = (False,)  # the smoke: etcd's guard shows the guarded path works
                     for guard in guards:
-                        b.stale(system, pause, guard)
-                        b.cleanup()
+                        for run in range(a.stale_runs):
+                            b.stale(system, pause, guard, run)
+                            b.cleanup()
         if "ops" in only:
             print(f"ops: {a.rounds} rounds of {a.seconds} s, order rotated per round", flush=True)
             for c in clients:
@@ -471,8 +473,9 @@ def table(res, clients):
         for guard in ("", "-guard"):
             cells = []
             for s in SYSTEMS:
-                r = res["stale"].get(f"{s}-{pause}{guard}")
-                cells.append(str(r["accepted_stale"]) if r else "-")
+                rs = res["stale"].get(f"{s}-{pause}{guard}")
+                cells.append(f"{sum(r['accepted_stale'] for r in rs)} of {len(rs)} pauses "
+                             f"({', '.join(str(r['accepted_stale']) for r in rs)})" if rs else "-")
             if any(c != "-" for c in cells):
                 what = "paused by SIGSTOP" if pause == "sigstop" else "paused between its check and its write"
                 print(f"| stale writes accepted, {what}{', guarded at the peer' if guard else ''} | " + " | ".join(cells) + " |")
@@ -501,15 +504,15 @@ def check(res, only, clients):
     if "stale" in only:
         for s in SYSTEMS:
             for pause in ("sigstop", "self"):
-                r = res["stale"].get(f"{s}-{pause}")
-                if not r or r["new_rows"] < 1 or r["old_rows"] < 1:
-                    bad.append(f"stale {s} {pause}: {r}")
+                rs = res["stale"].get(f"{s}-{pause}")
+                if not rs or any(r["new_rows"] < 1 or r["old_rows"] < 1 for r in rs):
+                    bad.append(f"stale {s} {pause}: {rs}")
         # the fence refuses every stale write: the one check on outcomes,
         # and it is pg_lease's guarantee, not a timing
         for pause in ("sigstop", "self"):
-            r = res["stale"].get(f"pg_lease-{pause}")
-            if r and r["accepted_stale"] != 0:
-                bad.append(f"pg_lease accepted {r['accepted_stale']} stale writes ({pause})")
+            for r in res["stale"].get(f"pg_lease-{pause}", []):
+                if r["accepted_stale"] != 0:
+                    bad.append(f"pg_lease accepted {r['accepted_stale']} stale writes ({pause})")
     if "ops" in only:
         for figure, per in OPS.items():
             for s in (x for x in per if x in SYSTEMS):
