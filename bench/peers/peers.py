@@ -293,14 +293,16 @@ class Bench:
         return pids
 
     def server_usage(self, system):
-        """(CPU seconds, PSS MiB, RSS MiB) summed over the server's processes."""
+        """({pid: CPU seconds}, PSS MiB, RSS MiB) over the server's processes
+        (PSS shares PostgreSQL's shared memory out among its processes; RSS
+        counts it once per process)."""
         tick = os.sysconf("SC_CLK_TCK")
-        cpu = pss = rss = 0
+        cpu, pss, rss = {}, 0, 0
         for pid in self.server_pids(system):
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
-                cpu += (int(fields[11]) + int(fields[12])) / tick
+                cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
                 with open(f"/proc/{pid}/smaps_rollup") as f:
                     for line in f:
                         if line.startswith("Pss:"):
@@ -329,9 +331,13 @@ class Bench:
             ps[granted.index(None)].fail("not granted")
         t_granted = time.time()
         u1 = self.server_usage(system)
-        held = [p.wait_for("HELD", hold + 120) for p in ps]
+        # every process holds until at least t0 + hold: the server's CPU over
+        # that window, process by process (a backend gone before the end
+        # would take its CPU time with it)
+        time.sleep(max(1.0, t0 + hold - 2 - time.time()))
         t_held = time.time()
         u2 = self.server_usage(system)
+        held = [p.wait_for("HELD", hold + 120) for p in ps]
         if not all(held):
             ps[held.index(None)].fail("no HELD")
         for p in ps:
@@ -339,13 +345,17 @@ class Bench:
         c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         total = sum(int(h[1]) for h in held) if system != "zookeeper" else int(held[0][1])
         lost = sum(int(h[3]) for h in held)
+        def cpu_delta(a, b):
+            return sum(v - a.get(pid, 0.0) for pid, v in b.items())
         r = {"leases": total, "lost": lost, "grant_s": t_granted - t0,
-             "server_cpu_grant_s": u1[0] - u0[0],
-             "server_cores_hold": (u2[0] - u1[0]) / (t_held - t_granted),
+             "server_cpu_grant_s": cpu_delta(u0[0], u1[0]),
+             "server_cores_hold": sum(v - u1[0][pid] for pid, v in u2[0].items() if pid in u1[0]) / (t_held - t_granted),
+             "hold_window_s": t_held - t_granted,
              "server_pss_mib": u2[1], "server_rss_mib": u2[2], "server_pss_before_mib": u0[1],
              "clients_cpu_s": (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)}
         print(f"  many {system}: {total} leases by {procs} {'sessions' if system == 'zookeeper' else 'processes'}, "
-              f"lost {lost}; granted in {r['grant_s']:.1f} s; server: {r['server_cores_hold']:.3f} cores while holding, "
+              f"lost {lost}; granted in {r['grant_s']:.1f} s ({r['server_cpu_grant_s']:.1f} server CPU s); server: "
+              f"{r['server_cores_hold']:.3f} cores while holding ({r['hold_window_s']:.0f} s), "
               f"PSS {u2[1]:.0f} MiB (before {u0[1]:.0f}), RSS {u2[2]:.0f} MiB; clients {r['clients_cpu_s']:.1f} CPU s",
               flush=True)
         self.results["many"][system] = r
