@@ -198,8 +198,9 @@ func ops(f *common.Flags) {
 	})
 }
 
-// many: f.Leases leases granted by this process, all kept alive by the
-// client's KeepAlive (clientv3 multiplexes them over one stream).
+// many: f.Leases leases granted by this process, each kept alive by the
+// client's KeepAlive from its grant on (clientv3 multiplexes them all over
+// one stream).
 func many(f *common.Flags) {
 	cli := connect(f)
 	defer cli.Close()
@@ -208,6 +209,8 @@ func many(f *common.Flags) {
 	ttl := int64(f.TTL / time.Second)
 	start := time.Now()
 	ids := make([]clientv3.LeaseID, 0, f.Leases)
+	var lost, answers int64
+	var wg sync.WaitGroup
 	for i := 0; i < f.Leases; i++ {
 		c, cc := context.WithTimeout(ctx, 10*time.Second)
 		g, err := cli.Grant(c, ttl)
@@ -216,12 +219,7 @@ func many(f *common.Flags) {
 			common.Die("grant", err)
 		}
 		ids = append(ids, g.ID)
-	}
-	common.Say("GRANTED", len(ids), fmt.Sprintf("%.3f", time.Since(start).Seconds()))
-	var lost, answers int64
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		ch, err := cli.KeepAlive(ctx, id)
+		ch, err := cli.KeepAlive(ctx, g.ID)
 		if err != nil {
 			common.Die("keepalive", err)
 		}
@@ -236,6 +234,7 @@ func many(f *common.Flags) {
 			}
 		}(ch)
 	}
+	common.Say("GRANTED", len(ids), fmt.Sprintf("%.3f", time.Since(start).Seconds()))
 	time.Sleep(f.Hold)
 	// Each lease still has time left at etcd (checked for every lease).
 	expired := 0
