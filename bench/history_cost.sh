@@ -20,8 +20,13 @@
 # UPDATEs run: page contention shows as LWLock:BufferContent, the commit's
 # flush as LWLock:WALWrite / IO:WALSync.
 #
+# With HISTORY_WAL=N it measures, for each script, the WAL bytes per cycle
+# over N cycles of one client (pg_current_wal_insert_lsn before and after):
+# a count, not a timing, so it holds on a busy machine.
+#
 #   bench/history_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
 #   HISTORY_WAITS=10 bench/history_cost.sh 3 3 16
+#   HISTORY_WAL=2000 bench/history_cost.sh 1 1 1
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "$@"
@@ -139,5 +144,17 @@ $$;
 SELECT ev || ' ' || round(100.0 * count(*) / sum(count(*)) OVER (), 1) || '%' FROM w GROUP BY ev ORDER BY count(*) DESC LIMIT 8;
 SQL
 		wait "$bench"
+	done
+fi
+
+if [ -n "${HISTORY_WAL:-}" ]; then
+	echo
+	echo "WAL bytes per cycle (${HISTORY_WAL} cycles, 1 client; a cycle is two commits):"
+	for s in plain lease "${variants[@]/#/floor_}"; do
+		psql -X -q -c CHECKPOINT
+		before=$(psql -X -A -t -c "SELECT pg_current_wal_insert_lsn()")
+		"$pgbench" -n -M prepared -c 1 -j 1 -t "$HISTORY_WAL" -f "$work/$s.sql" >"$work/wal.out" 2>&1 ||
+			{ cat "$work/wal.out" >&2; exit 1; }
+		psql -X -A -t -c "SELECT '  $s: ' || round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$before') / $HISTORY_WAL) || ' bytes'"
 	done
 fi
