@@ -73,7 +73,7 @@ public final class ZkPeer {
                 .retryPolicy(new RetryNTimes(10, (int) retry))
                 .build();
         c.start();
-        if (!c.blockUntilConnected(10, TimeUnit.SECONDS)) throw new IllegalStateException("zookeeper: not connected");
+        if (!c.blockUntilConnected(60, TimeUnit.SECONDS)) throw new IllegalStateException("zookeeper: not connected");
         return c;
     }
 
