@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # What NOTIFY costs a lease change: a lease_acquire + lease_release cycle
 # (two transactions) against the same two UPDATEs on a plain table of the
-# leases' shape, at 1, 4 and 16 clients, with a follower LISTENing on
+# leases' shape, each client cycling over LEASES_PER_CLIENT (default 100)
+# leases of its own on both sides, a random one per cycle (the work the
+# figure stands for: a process holding many leases; one row updated
+# thousands of times a second is a slow baseline), every UPDATE checked to
+# have found its row (\gset fails the run on none), at 1, 4 and 16
+# clients, with a follower LISTENing on
 # pg_lease, on one server (fsync on) started without and then with
 # shared_preload_libraries = 'pg_lease' (NOTIFY from the committing
 # transaction, then from the notifier worker).  Each figure is the median
@@ -20,17 +25,21 @@
 #
 #   bench/notify_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
 #   PG_BIN=/path/to/bin bench/notify_cost.sh   # another PostgreSQL install
+#   LEASES_PER_CLIENT=1 bench/notify_cost.sh   # the former baseline: one row per client
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "$@"
 source "$here/follower.sh"
 pgbench_cluster_init cost
 
-# A plain table with the leases' columns, CHECKs and fillfactor, one row
-# and one name per client, as lease names are per client below.
+per_client=${LEASES_PER_CLIENT:-100}
+
+# A plain table with the leases' columns, CHECKs and fillfactor, per_client
+# rows and names per client, as lease names are per client below; the
+# leases exist (granted once and released) so that neither side inserts.
 setup()
 {
-	psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+	psql -X -q -v ON_ERROR_STOP=1 -v per_client="$per_client" >/dev/null <<'SQL'
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_lease;
 DROP TABLE IF EXISTS bare_leases, bare_events;
@@ -49,41 +58,55 @@ CREATE TABLE bare_leases (
 CREATE SEQUENCE bare_seq AS bigint MINVALUE 1;
 CREATE TABLE bare_events (LIKE lease_events INCLUDING ALL);
 INSERT INTO bare_leases
-SELECT 'bench-' || i, NULL, 1, now(), now(), now(), '60 s', 0, current_user
-FROM generate_series(0, 63) i;
+SELECT 'bench-' || i || '-' || k, NULL, 1, now(), now(), now(), '60 s', 0, current_user
+FROM generate_series(0, 63) i, generate_series(0, :per_client - 1) k;
+SELECT lease_release(name, 'h0', epoch)
+FROM (SELECT name, (lease_acquire(name, 'h0', '60 s')).epoch FROM bare_leases ORDER BY name) l;
+TRUNCATE lease_events;
+VACUUM ANALYZE bare_leases, leases;
 SQL
-	cat >"$work/lease.sql" <<'SQL'
-SELECT epoch FROM lease_acquire('bench-' || :client_id, 'h' || :client_id, '60 s') \gset
-SELECT lease_release('bench-' || :client_id, 'h' || :client_id, :epoch);
+	# each cycle a random lease of the client's own; the lease side checks
+	# that it was granted and released (division by zero fails the run)
+	local pick="\\set k random(0, $((per_client - 1)))"
+	cat >"$work/lease.sql" <<SQL
+$pick
+SELECT epoch FROM lease_acquire('bench-' || :client_id || '-' || :k, 'h' || :client_id, '60 s') WHERE acquired \\gset
+SELECT 1 / lease_release('bench-' || :client_id || '-' || :k, 'h' || :client_id, :epoch)::int AS released \\gset
 SQL
-	local acquire="UPDATE bare_leases SET holder = 'h' || :client_id, epoch = nextval('bare_seq'), acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = clock_timestamp() + interval '60 s', ttl = interval '60 s', transitions = transitions + 1, owner_role = current_user WHERE name = 'bench-' || :client_id AND holder IS NULL RETURNING epoch"
-	local release="UPDATE bare_leases SET holder = NULL, expires_at = LEAST(expires_at, clock_timestamp()) WHERE name = 'bench-' || :client_id AND holder = 'h' || :client_id RETURNING true"
-	printf '%s \\gset\n%s;\n' "$acquire" "$release" >"$work/plain.sql"
+	# the same holder may take its own lease again (a run cut by -T between
+	# the two statements leaves it held), as lease_acquire lets it
+	local name="'bench-' || :client_id || '-' || :k"
+	local acquire="UPDATE bare_leases SET holder = 'h' || :client_id, epoch = nextval('bare_seq'), acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = clock_timestamp() + interval '60 s', ttl = interval '60 s', transitions = transitions + 1, owner_role = current_user WHERE name = $name AND (holder IS NULL OR holder = 'h' || :client_id) RETURNING epoch"
+	local release="UPDATE bare_leases SET holder = NULL, expires_at = LEAST(expires_at, clock_timestamp()) WHERE name = $name AND holder = 'h' || :client_id RETURNING true AS released"
+	printf '%s\n%s \\gset\n%s \\gset\n' "$pick" "$acquire" "$release" >"$work/plain.sql"
 	local event="INSERT INTO bare_events (event, name, holder, epoch, expires_at, role) VALUES"
 	cat >"$work/plain_events.sql" <<SQL
+$pick
 BEGIN;
 $acquire \\gset
-$event ('acquired', 'bench-' || :client_id, 'h' || :client_id, :epoch, clock_timestamp(), current_user);
+$event ('acquired', $name, 'h' || :client_id, :epoch, clock_timestamp(), current_user);
 COMMIT;
 BEGIN;
-$release;
-$event ('released', 'bench-' || :client_id, 'h' || :client_id, :epoch, clock_timestamp(), current_user);
+$release \\gset
+$event ('released', $name, 'h' || :client_id, :epoch, clock_timestamp(), current_user);
 COMMIT;
 SQL
 	# the floor: each UPDATE and its history row in one statement
 	local history="${event% VALUES}"
 	cat >"$work/plain_one.sql" <<SQL
+$pick
 WITH u AS (${acquire% RETURNING epoch} RETURNING name, holder, epoch, expires_at) $history SELECT 'acquired', name, holder, epoch, expires_at, current_user FROM u RETURNING epoch \\gset
-WITH u AS (${release% RETURNING true} RETURNING name, epoch, expires_at) $history SELECT 'released', name, 'h' || :client_id, epoch, expires_at, current_user FROM u;
+WITH u AS (${release% RETURNING true AS released} RETURNING name, epoch, expires_at) $history SELECT 'released', name, 'h' || :client_id, epoch, expires_at, current_user FROM u RETURNING true AS released \\gset
 SQL
 	cat >"$work/plain_notify.sql" <<SQL
+$pick
 BEGIN;
 $acquire \\gset
-SELECT pg_notify('pg_lease', 'acquired bench-' || :client_id || ' ' || :epoch);
+SELECT pg_notify('pg_lease', 'acquired ' || $name || ' ' || :epoch);
 COMMIT;
 BEGIN;
-$release;
-SELECT pg_notify('pg_lease', 'released bench-' || :client_id || ' ' || :epoch);
+$release \\gset
+SELECT pg_notify('pg_lease', 'released ' || $name || ' ' || :epoch);
 COMMIT;
 SQL
 }
@@ -96,7 +119,7 @@ run()
 	awk '/^number of transactions actually processed/ { split($NF, a, "/"); n = a[1] } /^tps/ { t = $3 } END { print int(t), n }' "$work/run.out"
 }
 
-declare -A r_lease r_events r_notify r_one tps_lease tps_plain tps_one handover
+declare -A r_lease r_events r_notify r_one r_lf tps_lease tps_plain tps_one handover
 missing=0
 for mode in plain preloaded; do
 	pg_cluster_stop cost
@@ -128,8 +151,9 @@ for mode in plain preloaded; do
 			echo "$mode, $c clients, round $r: lease cycle $l/s, two plain UPDATEs $p/s, ratio $(ratio "$l" "$p")"
 			if [ -n "$o" ]; then
 				r_one[$c]="${r_one[$c]:-} $(ratio "$o" "$p")"
+				r_lf[$c]="${r_lf[$c]:-} $(ratio "$l" "$o")"
 				tps_one[$c]="${tps_one[$c]:-} $o"
-				echo "  UPDATE + history INSERT in one statement $o/s, ratio $(ratio "$o" "$p")"
+				echo "  UPDATE + history INSERT in one statement (the floor) $o/s, ratio $(ratio "$o" "$p"); lease cycle / floor $(ratio "$l" "$o")"
 			fi
 			if [ $mode = plain ]; then
 				read -r e _ < <(run plain_events "$c")
@@ -157,15 +181,15 @@ for mode in plain preloaded; do
 done
 
 echo
-echo "| clients | cycle/s, NOTIFY at commit | cycle/s, notifier worker | 2 plain UPDATEs/s | ratio, NOTIFY at commit | ratio, notifier worker | plain + history INSERT | plain + pg_notify | UPDATE + history INSERT in one statement (floor, preloaded) |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| clients | cycle/s, NOTIFY at commit | cycle/s, notifier worker | 2 plain UPDATEs/s | ratio, NOTIFY at commit | ratio, notifier worker | plain + history INSERT | plain + pg_notify | UPDATE + history INSERT in one statement (floor, preloaded) | notifier worker cycle / floor |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for c in "${clients[@]}"; do
 	echo "| $c | $(median <<<"${tps_lease[plain.$c]}") | $(median <<<"${tps_lease[preloaded.$c]}") | $(median <<<"${tps_plain[preloaded.$c]}") |" \
 		"$(median <<<"${r_lease[plain.$c]}")x | $(median <<<"${r_lease[preloaded.$c]}")x |" \
 		"$(median <<<"${r_events[$c]}")x | $(median <<<"${r_notify[$c]}")x |" \
-		"$(median <<<"${r_one[$c]}")x ($(median <<<"${tps_one[$c]}")/s) |"
+		"$(median <<<"${r_one[$c]}")x ($(median <<<"${tps_one[$c]}")/s) | $(median <<<"${r_lf[$c]}")x |"
 done
-echo "(medians over $rounds rounds of ${secs}s; a cycle is lease_acquire + lease_release, two commits; ratios against two plain UPDATEs)"
+echo "(medians over $rounds rounds of ${secs}s; a cycle is lease_acquire + lease_release, two commits, of a random one of the client's $per_client leases; ratios against two plain UPDATEs of a random one of the client's $per_client rows, and the worker's cycle against the floor)"
 if [ -n "${PGLEASE_BENCH:-}" ]; then
 	echo "graceful handover, NOTIFY at commit: ${handover[plain]}; notifier worker: ${handover[preloaded]}"
 fi

@@ -4,10 +4,15 @@
 #   source bench/servers.sh
 #   bench_etcd_start DIR      # sets BENCH_ETCD_URL
 #   bench_redis_start DIR     # sets BENCH_REDIS (host:port)
-#   bench_servers_stop        # stops both (call it from your EXIT trap)
+#   bench_zk_start DIR        # sets BENCH_ZK (host:port), BENCH_ZK_PID
+#   bench_servers_stop        # stops them all (call it from your EXIT trap)
 #
-# etcd keeps its defaults (its WAL is fsynced); Redis runs as people run it
-# for locks: in memory, no AOF, no snapshots, so it is not durable.
+# etcd keeps its defaults (its WAL is fsynced); ZooKeeper too (forceSync:
+# its transaction log is fsynced before it answers), with tickTime 500 ms so
+# that a 2 s session timeout is allowed (the default 2 s tick makes 4 s the
+# minimum); Redis runs as people run it for locks: in memory, no AOF, no
+# snapshots, so it is not durable.  BENCH_ETCD_PID and BENCH_REDIS_PID name
+# the server processes.
 
 BENCH_PIDS=()
 
@@ -36,6 +41,7 @@ bench_etcd_start()
 		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
 		--initial-cluster "bench=http://127.0.0.1:$peer" --log-level error >"$dir/etcd.log" 2>&1 &
 	BENCH_PIDS+=($!)
+	BENCH_ETCD_PID=$!
 	BENCH_ETCD_URL="http://127.0.0.1:$client"
 	bench_wait etcd 100 etcdctl --endpoints "$BENCH_ETCD_URL" endpoint health
 }
@@ -49,9 +55,40 @@ bench_redis_start()
 	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
 		--dir "$dir" --logfile "$dir/redis.log" &
 	BENCH_PIDS+=($!)
+	BENCH_REDIS_PID=$!
 	BENCH_REDIS="127.0.0.1:$port"
 	bench_wait redis 100 redis-cli -h 127.0.0.1 -p "$port" ping
 }
+
+# ZooKeeper 3.8 (Debian zookeeper) standalone, its defaults but the tick
+# and the limit of 60 connections from one address (the many-leases figure
+# opens 100 sessions from 127.0.0.1).
+bench_zk_start()
+{
+	local dir=$1 port
+	[ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null || return 1
+	port=$(pg_free_port) || return 1
+	mkdir -p "$dir/zk/data"
+	cat >"$dir/zk/zoo.cfg" <<CFG
+tickTime=500
+minSessionTimeout=1000
+maxSessionTimeout=60000
+dataDir=$dir/zk/data
+clientPortAddress=127.0.0.1
+clientPort=$port
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,mntr
+maxClientCnxns=0
+CFG
+	java -Xmx1g -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar \
+		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zk/zoo.cfg" >"$dir/zk.log" 2>&1 &
+	BENCH_PIDS+=($!)
+	BENCH_ZK_PID=$!
+	BENCH_ZK="127.0.0.1:$port"
+	bench_wait zookeeper 300 bench_zk_ok "$port"
+}
+
+bench_zk_ok() { [ "$(exec 3<>"/dev/tcp/127.0.0.1/$1" && echo ruok >&3 && timeout 2 cat <&3)" = imok ]; }
 
 bench_servers_stop()
 {

@@ -5,7 +5,7 @@
 #
 #   scripts/deps.sh demo     # the demo: PostgreSQL 15, build tools, libpqxx
 #   scripts/deps.sh test     # (default) everything the test suites use
-#   scripts/deps.sh bench    # test, plus the benchmarks' etcd/Redis clients
+#   scripts/deps.sh bench    # test, plus the benchmarks' etcd/Redis clients (bench/peers' are in test: its smoke runs there)
 set -euo pipefail
 
 demo=(
@@ -18,6 +18,10 @@ test=(
 	googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev libfmt-dev
 	libfaketime pgbouncer procps iproute2 python3
 	etcd-server etcd-client redis-server redis-tools
+	# bench/peers (bench.peers_smoke): etcd's own Go client, Curator on
+	# ZooKeeper, each writing to PostgreSQL; built offline from these
+	golang-go golang-etcd-server-dev golang-github-lib-pq-dev golang-github-gomodule-redigo-dev
+	default-jdk-headless zookeeper libcurator-framework-java libcurator-recipes-java libpostgresql-jdbc-java
 )
 bench=("${test[@]}" libhiredis-dev libcurl4-openssl-dev)
 

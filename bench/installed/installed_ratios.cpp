@@ -4,7 +4,8 @@
 ///
 /// - renew: pglease::lease::renew() of a lease held for an hour, against a bare compare-and-swap
 ///   UPDATE (prepared, autocommit) of the same row copied into a plain table of the leases' shape;
-/// - cycle: pglease::lease::acquire() + release() of a free lease, against the same two UPDATEs
+/// - cycle: pglease::lease::acquire() + release() of a free lease, each client cycling over 100
+///   leases of its own, against the same two UPDATEs on 100 rows of its own
 ///   on a plain table of the leases' shape (those of bench/notify_cost.sh), each its own
 ///   transaction;
 /// - run_fenced: one INSERT per transaction, a plain pqxx::work (BEGIN, INSERT, COMMIT) into an
@@ -52,6 +53,10 @@ struct check_failed : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// The cycle's leases per client, on both sides: the work the figure stands for is a process
+/// holding many leases (one row updated over and over is a slow baseline).
+constexpr int cycle_leases_per_client = 100;
+
 /// This run's tables and leases, suffixed by the process id.
 struct run_names {
     explicit run_names(const std::string& suffix)
@@ -66,8 +71,9 @@ struct run_names {
     [[nodiscard]] std::string renew_lease(int i) const {
         return prefix + "renew_" + std::to_string(i);
     }
-    [[nodiscard]] std::string cycle_lease(int i) const {
-        return prefix + "cycle_" + std::to_string(i);
+    /// Client i's cycled leases: cycle_lease_prefix(i) + 0 .. cycle_leases_per_client - 1.
+    [[nodiscard]] std::string cycle_lease_prefix(int i) const {
+        return prefix + "cycle_" + std::to_string(i) + "_";
     }
     [[nodiscard]] std::string holder(int i) const { return prefix + "h" + std::to_string(i); }
 };
@@ -92,15 +98,21 @@ pglease::lease_options lease_options_for(std::string holder, std::chrono::millis
 
 /// One client: a thread's own connection, with the baselines' and the fenced statements
 /// prepared, and its own pq_backend, with a lease to renew (held from the start, ttl an hour) and
-/// a lease to cycle (free, ttl 60 s as the plain UPDATEs').
+/// cycle_leases_per_client leases to cycle in turn (free, ttl 60 s as the plain UPDATEs'; each
+/// granted and released once here, so that neither side inserts during the figure).
 struct client {
     client(const run_names& names, int index)
         : renew_lease{db, names.renew_lease(index),
-                      lease_options_for(names.holder(index), std::chrono::hours{1})}
-        , cycle_lease{db, names.cycle_lease(index),
-                      lease_options_for(names.holder(index), std::chrono::seconds{60})} {
+                      lease_options_for(names.holder(index), std::chrono::hours{1})} {
         if (!renew_lease.acquire())
             throw check_failed{"cannot acquire " + renew_lease.name()};
+        for (int k = 0; k < cycle_leases_per_client; ++k) {
+            cycle.push_back(std::make_unique<pglease::lease>(
+                db, names.cycle_lease_prefix(index) + std::to_string(k),
+                lease_options_for(names.holder(index), std::chrono::seconds{60})));
+            if (!cycle.back()->acquire() || !cycle.back()->release())
+                throw check_failed{"cannot cycle " + cycle.back()->name()};
+        }
         conn.prepare("bare_renew", "UPDATE " + names.bare +
                                        " SET renewed_at = clock_timestamp(), expires_at = "
                                        "clock_timestamp() + ttl WHERE name = $1 AND holder = $2 "
@@ -129,7 +141,10 @@ struct client {
     pqxx::connection conn{""};
     pglease::pq_backend db{backend_options()};
     pglease::lease renew_lease;
-    pglease::lease cycle_lease;
+    std::vector<std::unique_ptr<pglease::lease>> cycle;
+    std::size_t next_cycle = 0;
+    /// The next of the client's cycled leases, in turn.
+    pglease::lease& cycle_lease() { return *cycle[next_cycle++ % cycle.size()]; }
 };
 
 using body = std::function<void(client&)>;
@@ -163,10 +178,10 @@ public:
                 "owner_role name NOT NULL) WITH (fillfactor = 50)");
         tx.exec("CREATE SEQUENCE " + names.plain_seq + " AS bigint MINVALUE 1");
         for (int i = 0; i < clients; ++i)
-            tx.exec_params(
-                "INSERT INTO " + names.plain_leases +
-                    " VALUES ($1, NULL, 1, now(), now(), now(), '60 s', 0, current_user)",
-                names.cycle_lease(i));
+            tx.exec_params("INSERT INTO " + names.plain_leases +
+                               " SELECT $1 || k, NULL, 1, now(), now(), now(), '60 s', 0, "
+                               "current_user FROM generate_series(0, $2 - 1) k",
+                           names.cycle_lease_prefix(i), cycle_leases_per_client);
         for (const auto& t : {names.unfenced, names.fenced})
             tx.exec("CREATE TABLE " + t +
                     " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text NOT NULL, "
@@ -232,30 +247,30 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
     };
     // the acquire + release cycle
     const body lease_cycle = [](client& c) {
-        if (!c.cycle_lease.acquire())
-            throw check_failed{"acquire of " + c.cycle_lease.name() + " refused"};
-        if (!c.cycle_lease.release())
-            throw check_failed{"release of " + c.cycle_lease.name() + " refused"};
+        pglease::lease& l = c.cycle_lease();
+        if (!l.acquire())
+            throw check_failed{"acquire of " + l.name() + " refused"};
+        if (!l.release())
+            throw check_failed{"release of " + l.name() + " refused"};
     };
     const body plain_cycle = [](client& c) {
+        const pglease::lease& l = c.cycle_lease();
         pqxx::nontransaction tx{c.conn};
-        if (tx.exec_prepared("plain_acquire", c.cycle_lease.name(), c.cycle_lease.identity())
-                .size() != 1)
-            throw check_failed{"plain acquire of " + c.cycle_lease.name() + " matched no row"};
-        if (tx.exec_prepared("plain_release", c.cycle_lease.name(), c.cycle_lease.identity())
-                .size() != 1)
-            throw check_failed{"plain release of " + c.cycle_lease.name() + " matched no row"};
+        if (tx.exec_prepared("plain_acquire", l.name(), l.identity()).size() != 1)
+            throw check_failed{"plain acquire of " + l.name() + " matched no row"};
+        if (tx.exec_prepared("plain_release", l.name(), l.identity()).size() != 1)
+            throw check_failed{"plain release of " + l.name() + " matched no row"};
     };
     const body sql_cycle = [](client& c) {
+        const pglease::lease& l = c.cycle_lease();
         pqxx::nontransaction tx{c.conn};
-        const pqxx::row granted =
-            tx.exec_prepared1("sql_acquire", c.cycle_lease.name(), c.cycle_lease.identity());
+        const pqxx::row granted = tx.exec_prepared1("sql_acquire", l.name(), l.identity());
         if (!granted[0].as<bool>())
-            throw check_failed{"lease_acquire of " + c.cycle_lease.name() + " refused"};
-        if (!tx.exec_prepared1("sql_release", c.cycle_lease.name(), c.cycle_lease.identity(),
+            throw check_failed{"lease_acquire of " + l.name() + " refused"};
+        if (!tx.exec_prepared1("sql_release", l.name(), l.identity(),
                                granted[1].as<std::int64_t>())[0]
                  .as<bool>())
-            throw check_failed{"lease_release of " + c.cycle_lease.name() + " refused"};
+            throw check_failed{"lease_release of " + l.name() + " refused"};
     };
     // run_fenced
     const std::string payload = "payload of a typical row, some tens of bytes";

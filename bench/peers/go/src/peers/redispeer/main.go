@@ -1,0 +1,199 @@
+// redispeer: a Redis lock as its users write it (redigo, one connection per
+// client): SET key id NX PX ttl to take it, a Lua compare-and-renew
+// (PEXPIRE if the value is still ours) at ttl/3, a compare-and-delete to
+// release. Followers poll with SET NX every retry period: Redis has no
+// wait-for-release primitive a lock client uses. Redis here is as people
+// run it for locks: in memory, no fsync, no AOF: a crash forgets every lock.
+//
+//	redispeer elect -endpoint H:P -name N -id ID -ttl 2s -retry 300ms [-pg CONNINFO -table T [-guard] [-pause-at N]]
+//	    -guard: each write first checks GET key == id at Redis
+//	redispeer ops -op cycle|renew -clients N -seconds S
+//	redispeer many -leases 1000 -ttl 30s -hold 40s
+package main
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"peers/common"
+)
+
+var renewScript = redis.NewScript(1, `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`)
+var releaseScript = redis.NewScript(1, `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+
+func dial(f *common.Flags) redis.Conn {
+	c, err := redis.Dial("tcp", f.Endpoint, redis.DialConnectTimeout(2*time.Second),
+		redis.DialReadTimeout(2*time.Second), redis.DialWriteTimeout(2*time.Second))
+	if err != nil {
+		common.Die("redis", err)
+	}
+	return c
+}
+
+func ms(d time.Duration) int64 { return int64(d / time.Millisecond) }
+
+func elect(f *common.Flags) {
+	key := "peers:" + f.Name
+	resign := common.Resign()
+	c := dial(f)
+	defer c.Close()
+	common.Say("CAMPAIGN", common.NowUs())
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		ok, err := redis.String(c.Do("SET", key, f.ID, "NX", "PX", ms(f.TTL)))
+		if err == nil && ok == "OK" {
+			break
+		}
+		if err != nil && err != redis.ErrNil {
+			common.Die("set", err)
+		}
+		if time.Now().After(deadline) {
+			common.Die("campaign", fmt.Errorf("not elected in 120 s"))
+		}
+		time.Sleep(f.Retry)
+	}
+	common.Say("LEADER", common.NowUs())
+
+	// The renewer on its own connection: compare-and-renew at ttl/3; a
+	// renewal that finds another value (or none) ends the term.
+	var leading int32 = 1
+	stop := make(chan struct{})
+	go func() {
+		rc := dial(f)
+		defer rc.Close()
+		t := time.NewTicker(f.TTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				n, err := redis.Int(renewScript.Do(rc, key, f.ID, ms(f.TTL)))
+				if err == nil && n == 0 {
+					atomic.StoreInt32(&leading, 0)
+					common.Say("LOST", common.NowUs())
+					return
+				}
+			}
+		}
+	}()
+
+	if f.Table != "" {
+		w := common.NewWriter(f)
+		isLeading := func() bool {
+			select {
+			case <-resign:
+				return false
+			default:
+				return atomic.LoadInt32(&leading) == 1
+			}
+		}
+		var guard func() bool
+		if f.Guard {
+			gc := dial(f)
+			guard = func() bool {
+				v, err := redis.String(gc.Do("GET", key))
+				return err == nil && v == f.ID
+			}
+		}
+		w.Loop(isLeading, guard, 0)
+	}
+	select {
+	case <-resign:
+	case <-time.After(120 * time.Second):
+	}
+	close(stop)
+	if _, err := releaseScript.Do(c, key, f.ID); err != nil {
+		common.Die("release", err)
+	}
+	common.Say("RESIGNED", common.NowUs())
+}
+
+func ops(f *common.Flags) {
+	common.Ops(f, func(i int) func() bool {
+		c := dial(f)
+		key := fmt.Sprintf("peers:ops:%s:%d", f.ID, i)
+		switch f.Op {
+		case "cycle":
+			// take and release: SET NX PX, then compare-and-delete
+			return func() bool {
+				ok, err := redis.String(c.Do("SET", key, f.ID, "NX", "PX", ms(f.TTL)))
+				if err != nil || ok != "OK" {
+					return false
+				}
+				n, err := redis.Int(releaseScript.Do(c, key, f.ID))
+				return err == nil && n == 1
+			}
+		case "renew":
+			if _, err := c.Do("SET", key, f.ID, "PX", 60000); err != nil {
+				common.Die("set", err)
+			}
+			return func() bool {
+				n, err := redis.Int(renewScript.Do(c, key, f.ID, 60000))
+				return err == nil && n == 1
+			}
+		}
+		common.Die("ops", fmt.Errorf("unknown op %q", f.Op))
+		return nil
+	})
+}
+
+// many: f.Leases keys with PX ttl, renewed by one pipelined round of the
+// compare-and-renew script every ttl/3.
+func many(f *common.Flags) {
+	c := dial(f)
+	defer c.Close()
+	keys := make([]string, f.Leases)
+	start := time.Now()
+	for i := range keys {
+		keys[i] = fmt.Sprintf("peers:many:%s:%d", f.ID, i)
+		c.Send("SET", keys[i], f.ID, "NX", "PX", ms(f.TTL))
+	}
+	c.Flush()
+	for range keys {
+		if ok, err := redis.String(c.Receive()); err != nil || ok != "OK" {
+			common.Die("set", fmt.Errorf("%v %v", ok, err))
+		}
+	}
+	common.Say("GRANTED", len(keys), fmt.Sprintf("%.3f", time.Since(start).Seconds()))
+	lost := 0
+	end := time.Now().Add(f.Hold)
+	for time.Now().Before(end) {
+		time.Sleep(f.TTL / 3)
+		for _, k := range keys {
+			renewScript.Send(c, k, f.ID, ms(f.TTL))
+		}
+		c.Flush()
+		for range keys {
+			if n, err := redis.Int(c.Receive()); err != nil || n != 1 {
+				lost++
+			}
+		}
+	}
+	common.Say("HELD", len(keys), "lost", lost, "expired", lost, "keepalive_answers", 0)
+	for _, k := range keys {
+		c.Send("DEL", k)
+	}
+	c.Flush()
+	for range keys {
+		c.Receive()
+	}
+}
+
+func main() {
+	f := common.Parse()
+	switch f.Mode {
+	case "elect":
+		elect(f)
+	case "ops":
+		ops(f)
+	case "many":
+		many(f)
+	default:
+		fmt.Fprintln(os.Stderr, "redispeer: unknown mode", f.Mode)
+		os.Exit(2)
+	}
+}

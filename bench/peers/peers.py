@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""The peers benchmark's driver: pg_lease side by side with etcd (its Go
+client), ZooKeeper (Curator) and Redis, every figure measured in one run by
+the same code for every system (bench/peers/README.md).  bench/peers/run.sh
+starts the servers and calls it; it only starts and signals peer programs,
+reads their lines, and queries PostgreSQL through psql.
+
+Every peer program takes the same command line (elect | ops | many, -flags)
+and prints the same lines: CAMPAIGN, LEADER, PAUSING, WRITE_REFUSED,
+STOPPED_WRITING, LOST, RESIGNED, OPS, GRANTED, HELD.  Times are the wall
+clock in microseconds, compared across processes of this one machine.
+"""
+import argparse
+import json
+import os
+import queue
+import random
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+TTL = "2s"          # lease ttl / session timeout of the failover figures
+RETRY = "300ms"     # retry period where a peer polls (pg_lease follower, Redis)
+MANY_TTL = "30s"
+
+
+def now_us():
+    return int(time.time() * 1e6)
+
+
+class Peer:
+    """One peer process: its stdout lines on a queue, stdin for "resign"."""
+
+    def __init__(self, argv, label):
+        self.label = label
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.lines = queue.Queue()
+        self.seen = {}
+        self.err = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.split())
+        self.lines.put(["EOF"])
+
+    def _read_err(self):
+        for line in self.proc.stderr:
+            self.err.append(line.rstrip())
+
+    def wait_for(self, word, timeout):
+        """The fields of the first line starting with word (None on timeout or exit)."""
+        if word in self.seen:
+            return self.seen[word]
+        end = time.time() + timeout
+        while time.time() < end:
+            try:
+                fields = self.lines.get(timeout=max(0.001, end - time.time()))
+            except queue.Empty:
+                break
+            self.seen.setdefault(fields[0], fields)
+            if fields[0] == word:
+                return fields
+            if fields[0] == "EOF":
+                break
+        return None
+
+    def resign(self):
+        t = now_us()
+        try:
+            self.proc.stdin.write("resign\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        return t
+
+    def signal(self, sig):
+        try:
+            os.kill(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def stop(self, grace=5.0):
+        """Waits for the process after closing stdin; SIGKILL after grace."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGCONT)
+            self.signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def state(self):
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return "gone"
+
+    def fail(self, what):
+        raise RuntimeError(f"{self.label}: {what}; stderr: {' | '.join(self.err[-5:])}")
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.results = {"systems": SYSTEMS, "failover": {}, "handover": {}, "stale": {},
+                        "ops": {}, "many": {}, "settings": {}}
+        self.live = []
+
+    # ---- the systems ----------------------------------------------------
+    def argv(self, system, mode):
+        a = self.a
+        if system == "pg_lease":
+            return [a.pglease_peer, mode, "-pg", a.pg]
+        if system == "etcd":
+            return [os.path.join(a.bin, "etcdpeer"), mode, "-endpoint", a.etcd, "-pg", a.pg]
+        if system == "zookeeper":
+            return ["java", "-Xss512k", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", a.classpath,
+                    "ZkPeer", mode, "-endpoint", a.zk, "-pg", a.jdbc]
+        if system == "redis":
+            return [os.path.join(a.bin, "redispeer"), mode, "-endpoint", a.redis, "-pg", a.pg]
+        raise ValueError(system)
+
+    def peer(self, system, mode, label, *extra):
+        p = Peer(self.argv(system, mode) + list(extra), f"{system} {label}")
+        self.live.append(p)
+        return p
+
+    def cleanup(self):
+        for p in self.live:
+            if p.proc.poll() is None:
+                p.signal(signal.SIGCONT)
+                p.signal(signal.SIGKILL)
+                p.proc.wait()
+        self.live = []
+
+    def psql(self, sql):
+        out = subprocess.run(["psql", "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                             check=True, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    def elector(self, system, name, ident, *extra):
+        return self.peer(system, "elect", ident, "-name", name, "-id", ident, "-ttl", TTL,
+                         "-retry", RETRY, *extra)
+
+    # ---- failover and handover -------------------------------------------
+    def moves(self, system, kind, runs):
+        """Chained: the leader is killed (or resigns) while a follower
+        campaigns; the follower's LEADER time minus the kill (resign) time."""
+        name = f"{kind}-{system}-{os.getpid()}"
+        leader = self.elector(system, name, f"{kind}0")
+        if not leader.wait_for("LEADER", 60):
+            leader.fail("no LEADER")
+        took = []
+        self.results.setdefault(f"{kind}_failed", {})[system] = []
+        for i in range(1, runs + 1):
+            follower = self.elector(system, name, f"{kind}{i}")
+            if not follower.wait_for("CAMPAIGN", 60):
+                follower.fail("no CAMPAIGN")
+            # campaigning; then a random point of the leader's renew cycle
+            time.sleep(0.5 + random.uniform(0, 0.7))
+            if kind == "failover":
+                t = now_us()
+                leader.signal(signal.SIGKILL)
+            else:
+                t = leader.resign()
+            got = follower.wait_for("LEADER", 30)
+            if not got:
+                # counted, not hidden: the run is reported as failed, and
+                # the chain starts again from a fresh leader
+                why = f"run {i}: no leader 30 s after the {kind}; follower stderr: {' | '.join(follower.err[-3:])}"
+                print(f"  {kind} {system}: {why}", flush=True)
+                self.results[f"{kind}_failed"][system].append(why)
+                leader.signal(signal.SIGKILL)
+                follower.signal(signal.SIGKILL)
+                leader.stop(grace=1)
+                follower.stop(grace=1)
+                name = f"{kind}-{system}-{os.getpid()}-{i}"
+                leader = self.elector(system, name, f"{kind}{i}r")
+                if not leader.wait_for("LEADER", 60):
+                    leader.fail("no LEADER")
+                continue
+            took.append((int(got[1]) - t) / 1000.0)
+            if kind == "handover" and not leader.wait_for("RESIGNED", 10):
+                leader.fail("no RESIGNED")
+            leader.stop(grace=5)
+            leader = follower
+        leader.resign()
+        leader.wait_for("RESIGNED", 10)
+        leader.stop()
+        return took
+
+    # ---- a paused leader's writes -----------------------------------------
+    def stale(self, system, pause, guard, run=0):
+        """A leader writing into a PostgreSQL table is paused past its ttl
+        (SIGSTOP from outside at any point of its loop, or by itself between
+        its check and its write), a new leader is elected and writes, the old
+        one resumes: how many of its writes the table accepted after the new
+        leader's first."""
+        case = f"{system}-{pause}{'-guard' if guard else ''}"
+        table = "w_" + case.replace("-", "_") + f"_{run}"
+        name = f"stale-{case}-{run}-{os.getpid()}"
+        self.psql(f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+                  f"writer text NOT NULL, seq int NOT NULL, token bigint, epoch bigint, at timestamptz NOT NULL DEFAULT clock_timestamp())")
+        if system == "pg_lease":
+            self.psql(f"SELECT lease_fence('{table}', '{name}')")
+        extra = ["-table", table] + (["-guard"] if guard else [])
+        old = self.elector(system, name, "old", *extra, *(["-pause-at", "40"] if pause == "self" else []))
+        if not old.wait_for("LEADER", 60):
+            old.fail("no LEADER")
+        new = self.elector(system, name, "new", *extra)
+        if not new.wait_for("CAMPAIGN", 60):
+            new.fail("no CAMPAIGN")
+        if pause == "self":
+            if not old.wait_for("PAUSING", 30):
+                old.fail("did not pause")
+            end = time.time() + 10
+            while old.state() != "T" and time.time() < end:
+                time.sleep(0.01)
+        else:
+            end = time.time() + 30
+            while int(self.psql(f"SELECT count(*) FROM {table} WHERE writer = 'old'")) < 20 and time.time() < end:
+                time.sleep(0.05)
+            old.signal(signal.SIGSTOP)
+        stopped = now_us()
+        if not new.wait_for("LEADER", 30):
+            new.fail("no LEADER while the old one is paused")
+        end = time.time() + 10
+        while int(self.psql(f"SELECT count(*) FROM {table} WHERE writer = 'new'")) < 1 and time.time() < end:
+            time.sleep(0.02)
+        resumed = now_us()
+        old.signal(signal.SIGCONT)
+        done = old.wait_for("STOPPED_WRITING", 10)
+        lost = old.wait_for("LOST", 3)
+        time.sleep(0.2)
+        # counted while the new leader still leads (a pg_lease elector that
+        # stepped down campaigns again and would lead, legitimately, after it)
+        row = self.psql(
+            f"SELECT count(*) FILTER (WHERE writer = 'old' AND at > n.first), count(*) FILTER (WHERE writer = 'old'), "
+            f"count(*) FILTER (WHERE writer = 'new') FROM {table}, "
+            f"(SELECT min(at) AS first FROM {table} WHERE writer = 'new') n")
+        accepted, old_rows, new_rows = (int(x) for x in row.split("|"))
+        refused = old.seen.get("WRITE_REFUSED")
+        old.signal(signal.SIGKILL)
+        new.resign()
+        new.wait_for("RESIGNED", 10)
+        old.stop(grace=2)
+        new.stop(grace=5)
+        r = {"accepted_stale": accepted, "old_rows": old_rows, "new_rows": new_rows,
+             "paused_ms": (resumed - stopped) / 1000.0,
+             "old_refused": " ".join(refused[2:]) if refused else None,
+             "old_stopped_after_ms": (int(done[1]) - resumed) / 1000.0 if done else None,
+             "old_lost_after_ms": (int(lost[1]) - resumed) / 1000.0 if lost else None}
+        print(f"  stale {case}: {accepted} of the old leader's writes accepted after the new leader's first "
+              f"(paused {r['paused_ms']:.0f} ms; old stopped writing {r['old_stopped_after_ms']} ms after resuming"
+              f"{'; refused: ' + r['old_refused'] if refused else ''})", flush=True)
+        self.results["stale"].setdefault(case, []).append(r)
+
+    # ---- throughput ---------------------------------------------------------
+    def ops(self, system, op, clients, seconds):
+        p = self.peer(system, "ops", f"ops {op}", "-op", op, "-clients", str(clients),
+                      "-seconds", str(seconds), "-ttl", "60s")
+        got = p.wait_for("OPS", 120 + seconds)
+        p.stop(grace=30)
+        if not got or p.proc.returncode != 0:
+            p.fail(f"ops {op} at {clients} clients failed")
+        return float(got[5])
+
+    # ---- many leases ----------------------------------------------------------
+    def server_pids(self, system):
+        pid = self.a.pids[system]
+        if system != "pg_lease":
+            return [pid]
+        pids = [pid]
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                            pids.append(int(d))
+                except OSError:
+                    pass
+        return pids
+
+    def server_usage(self, system):
+        """({pid: CPU seconds}, PSS MiB, RSS MiB) over the server's processes
+        (PSS shares PostgreSQL's shared memory out among its processes; RSS
+        counts it once per process)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        cpu, pss, rss = {}, 0, 0
+        for pid in self.server_pids(system):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+                with open(f"/proc/{pid}/smaps_rollup") as f:
+                    for line in f:
+                        if line.startswith("Pss:"):
+                            pss += int(line.split()[1]) / 1024
+                        elif line.startswith("Rss:"):
+                            rss += int(line.split()[1]) / 1024
+            except OSError:
+                pass
+        return cpu, pss, rss
+
+    def many(self, system, procs, leases, hold):
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        u0 = self.server_usage(system)
+        t0 = time.time()
+        ps = []
+        if system == "zookeeper":
+            # one JVM, `procs` sessions (100 JVMs would measure Java's footprint)
+            ps.append(self.peer(system, "many", "many", "-id", f"m{os.getpid()}", "-sessions", str(procs),
+                                "-leases", str(leases), "-ttl", MANY_TTL, "-hold", f"{hold}s"))
+        else:
+            for i in range(procs):
+                ps.append(self.peer(system, "many", f"many {i}", "-id", f"m{os.getpid()}-{i}",
+                                    "-leases", str(leases), "-ttl", MANY_TTL, "-hold", f"{hold}s"))
+        granted = [p.wait_for("GRANTED", 300) for p in ps]
+        if not all(granted):
+            ps[granted.index(None)].fail("not granted")
+        t_granted = time.time()
+        u1 = self.server_usage(system)
+        # every process holds until at least t0 + hold: the server's CPU over
+        # that window, process by process (a backend gone before the end
+        # would take its CPU time with it)
+        time.sleep(max(1.0, t0 + hold - 2 - time.time()))
+        t_held = time.time()
+        u2 = self.server_usage(system)
+        held = [p.wait_for("HELD", hold + 120) for p in ps]
+        if not all(held):
+            ps[held.index(None)].fail("no HELD")
+        for p in ps:
+            p.stop(grace=120)
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        total = sum(int(h[1]) for h in held) if system != "zookeeper" else int(held[0][1])
+        lost = sum(int(h[3]) for h in held)
+        def cpu_delta(a, b):
+            return sum(v - a.get(pid, 0.0) for pid, v in b.items())
+        r = {"leases": total, "lost": lost, "grant_s": t_granted - t0,
+             "server_cpu_grant_s": cpu_delta(u0[0], u1[0]),
+             "server_cores_hold": sum(v - u1[0][pid] for pid, v in u2[0].items() if pid in u1[0]) / (t_held - t_granted),
+             "hold_window_s": t_held - t_granted,
+             "server_pss_mib": u2[1], "server_rss_mib": u2[2], "server_pss_before_mib": u0[1],
+             "clients_cpu_s": (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)}
+        print(f"  many {system}: {total} leases by {procs} {'sessions' if system == 'zookeeper' else 'processes'}, "
+              f"lost {lost}; granted in {r['grant_s']:.1f} s ({r['server_cpu_grant_s']:.1f} server CPU s); server: "
+              f"{r['server_cores_hold']:.3f} cores while holding ({r['hold_window_s']:.0f} s), "
+              f"PSS {u2[1]:.0f} MiB (before {u0[1]:.0f}), RSS {u2[2]:.0f} MiB; clients {r['clients_cpu_s']:.1f} CPU s",
+              flush=True)
+        self.results["many"][system] = r
+
+
+SYSTEMS = ["pg_lease", "etcd", "zookeeper", "redis"]
+OPS = {  # figure -> {system: op}; durable except Redis's and etcd's keepalive
+    "cycle": {"pg_lease": "cycle", "etcd": "claim-delete", "zookeeper": "cycle", "redis": "cycle"},
+    "grant-revoke": {"etcd": "grant-revoke"},
+    "renew": {"pg_lease": "renew", "etcd": "txn", "zookeeper": "setdata", "redis": "renew"},
+    "keepalive": {"pg_lease": "renew-many", "etcd": "keepalive"},
+    "keepalive-once": {"etcd": "keepalive-once"},
+}
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    k = (len(xs) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--classpath", required=True)
+    ap.add_argument("--pglease-peer", required=True)
+    ap.add_argument("--pg", required=True)
+    ap.add_argument("--jdbc", required=True)
+    ap.add_argument("--etcd", required=True)
+    ap.add_argument("--zk", required=True)
+    ap.add_argument("--redis", required=True)
+    ap.add_argument("--pids", required=True, help="system=pid,... of the servers")
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--only", default="failover,handover,stale,ops,many")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--stale-runs", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--clients", default="1,4,16")
+    ap.add_argument("--many-procs", type=int, default=100)
+    ap.add_argument("--many-leases", type=int, default=1000)
+    ap.add_argument("--many-hold", type=float, default=40.0)
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    a = ap.parse_args()
+    SYSTEMS[:] = [s for s in SYSTEMS if s in a.systems.split(",")]
+    if a.smoke:
+        a.runs, a.rounds, a.seconds, a.clients, a.stale_runs = 2, 1, 0.3, "2", 1
+        a.many_procs, a.many_leases, a.many_hold = 4, 50, 3.0
+    a.pids = {k: int(v) for k, v in (x.split("=") for x in a.pids.split(","))}
+    only = a.only.split(",")
+    clients = [int(c) for c in a.clients.split(",")]
+    b = Bench(a)
+    b.results["settings"] = {"ttl": TTL, "retry": RETRY, "runs": a.runs, "stale_runs": a.stale_runs, "rounds": a.rounds,
+                             "seconds": a.seconds, "clients": clients, "many_procs": a.many_procs,
+                             "many_leases": a.many_leases, "many_ttl": MANY_TTL, "many_hold_s": a.many_hold}
+    try:
+        for kind in ("failover", "handover"):
+            if kind not in only:
+                continue
+            print(f"{kind}: {a.runs} runs per system, ttl {TTL}, retry {RETRY}", flush=True)
+            for system in SYSTEMS:
+                took = b.moves(system, kind, a.runs)
+                b.results[kind][system] = took
+                print(f"  {kind} {system}: p50 {pct(took, .5):.1f} ms, p99 {pct(took, .99):.1f} ms, "
+                      f"min {min(took):.1f}, max {max(took):.1f} ({len(took)} runs, "
+                      f"{len(b.results[kind + '_failed'][system])} failed)", flush=True)
+                b.cleanup()
+        if "stale" in only:
+            print("stale: a paused leader's writes", flush=True)
+            for system in SYSTEMS:
+                for pause in (os.environ.get("PEERS_PAUSES") or "sigstop,self").split(","):
+                    guards = (False,) if system == "pg_lease" else (False, True)
+                    if a.smoke and system != "etcd":
+                        guards = (False,)  # the smoke: etcd's guard shows the guarded path works
+                    for guard in guards:
+                        for run in range(a.stale_runs):
+                            b.stale(system, pause, guard, run)
+                            b.cleanup()
+        if "ops" in only:
+            print(f"ops: {a.rounds} rounds of {a.seconds} s, order rotated per round", flush=True)
+            for c in clients:
+                for figure, per in OPS.items():
+                    samples = {s: [] for s in per if s in SYSTEMS}
+                    if not samples:
+                        continue
+                    for r in range(a.rounds):
+                        order = list(samples)
+                        order = order[r % len(order):] + order[:r % len(order)]
+                        for system in order:
+                            samples[system].append(b.ops(system, per[system], c, a.seconds))
+                    for system, xs in samples.items():
+                        b.results["ops"].setdefault(figure, {}).setdefault(system, {})[str(c)] = xs
+                        print(f"  {figure} {system} ({per[system]}) {c} clients: median {statistics.median(xs):.0f}/s {xs}",
+                              flush=True)
+                b.cleanup()
+        if "many" in only:
+            print(f"many: {a.many_procs} x {a.many_leases} leases, ttl {MANY_TTL}, held {a.many_hold} s", flush=True)
+            for system in SYSTEMS:
+                b.many(system, a.many_procs, a.many_leases, a.many_hold)
+                b.cleanup()
+    finally:
+        b.cleanup()
+        with open(a.json, "w") as f:
+            json.dump(b.results, f, indent=1)
+    table(b.results, clients)
+    if a.smoke:
+        check(b.results, only, clients)
+
+
+def table(res, clients):
+    print("\n| figure | " + " | ".join(SYSTEMS) + " |")
+    print("|---|" + "---:|" * len(SYSTEMS))
+    for kind in ("failover", "handover"):
+        if res[kind]:
+            failed = res.get(f"{kind}_failed", {})
+            cells = [(f"{pct(res[kind][s], .5):.1f} / {pct(res[kind][s], .99):.1f} ms" if res[kind].get(s) else "-") +
+                     (f" ({len(failed[s])} runs without a leader in 30 s)" if failed.get(s) else "")
+                     for s in SYSTEMS]
+            print(f"| {kind} p50 / p99 | " + " | ".join(cells) + " |")
+    for pause in ("sigstop", "self"):
+        for guard in ("", "-guard"):
+            cells = []
+            for s in SYSTEMS:
+                rs = res["stale"].get(f"{s}-{pause}{guard}")
+                cells.append(f"{sum(r['accepted_stale'] for r in rs)} of {len(rs)} pauses "
+                             f"({', '.join(str(r['accepted_stale']) for r in rs)})" if rs else "-")
+            if any(c != "-" for c in cells):
+                what = "paused by SIGSTOP" if pause == "sigstop" else "paused between its check and its write"
+                print(f"| stale writes accepted, {what}{', guarded at the peer' if guard else ''} | " + " | ".join(cells) + " |")
+    for figure, per in res["ops"].items():
+        for c in clients:
+            cells = []
+            for s in SYSTEMS:
+                xs = per.get(s, {}).get(str(c))
+                cells.append(f"{statistics.median(xs):,.0f}/s" if xs else "-")
+            print(f"| {figure}, {c} clients | " + " | ".join(cells) + " |")
+    for s in SYSTEMS:
+        r = res["many"].get(s)
+        if r:
+            print(f"| many: {s} | {r['leases']} leases, lost {r['lost']}, granted in {r['grant_s']:.1f} s, "
+                  f"server {r['server_cores_hold']:.3f} cores holding, PSS {r['server_pss_mib']:.0f} MiB |")
+
+
+def check(res, only, clients):
+    """The smoke's checks: the harness works; never timings."""
+    bad = []
+    for kind in ("failover", "handover"):
+        if kind in only:
+            for s in SYSTEMS:
+                if not res[kind].get(s) or any(x <= 0 or x > 30000 for x in res[kind][s]):
+                    bad.append(f"{kind} {s}: {res[kind].get(s)}")
+    if "stale" in only:
+        for s in SYSTEMS:
+            for pause in ("sigstop", "self"):
+                rs = res["stale"].get(f"{s}-{pause}")
+                if not rs or any(r["new_rows"] < 1 or r["old_rows"] < 1 for r in rs):
+                    bad.append(f"stale {s} {pause}: {rs}")
+        # the fence refuses every stale write: the one check on outcomes,
+        # and it is pg_lease's guarantee, not a timing
+        for pause in ("sigstop", "self"):
+            for r in res["stale"].get(f"pg_lease-{pause}", []):
+                if r["accepted_stale"] != 0:
+                    bad.append(f"pg_lease accepted {r['accepted_stale']} stale writes ({pause})")
+    if "ops" in only:
+        for figure, per in OPS.items():
+            for s in (x for x in per if x in SYSTEMS):
+                for c in clients:
+                    xs = res["ops"].get(figure, {}).get(s, {}).get(str(c))
+                    if not xs or min(xs) <= 0:
+                        bad.append(f"ops {figure} {s} {c}: {xs}")
+    if "many" in only:
+        for s in SYSTEMS:
+            r = res["many"].get(s)
+            if not r or r["leases"] <= 0:
+                bad.append(f"many {s}: {r}")
+    if bad:
+        print("SMOKE FAILED:\n  " + "\n  ".join(bad))
+        sys.exit(1)
+    print("smoke: every system elected, handed over, failed over; stale counts, ops and many figures produced")
+
+
+if __name__ == "__main__":
+    main()

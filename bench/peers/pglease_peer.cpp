@@ -1,0 +1,316 @@
+/// @file pglease_peer.cpp
+/// @brief pg_lease as its users run it, with the command line of the other
+/// peers of bench/peers (README.md there): the C++ client's elector, its
+/// run_fenced() writes, lease_set for many leases, and the SQL functions
+/// for the throughput figures (libpqxx, prepared statements).
+///
+///   pglease_peer elect -pg CONNINFO -name N -id ID -ttl 2s -retry 300ms [-table T [-pause-at N]]
+///       elector (renew deadline 3/4 ttl); LEADER when on_started_leading
+///       runs; writes into T with run_fenced() while leading; "resign" on
+///       stdin stops the elector (releases: NOTIFY wakes the follower).
+///   pglease_peer ops -pg CONNINFO -op cycle|renew|renew-many -clients N -seconds S
+///       cycle: lease_acquire + lease_release, each client cycling over 100
+///       leases of its own; renew: lease_renew over 100 held leases;
+///       renew-many: lease_renew_many of the 100 in one call (counts 100).
+///   pglease_peer many -pg CONNINFO -id ID -leases 1000 -ttl 30s -hold 40s
+///       one lease_set: one acquire_many, then one lease_renew_many per cycle.
+#include <pglease/elector.hpp>
+#include <pglease/error.hpp>
+#include <pglease/lease_set.hpp>
+#include <pqxx/pqxx>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using ms = std::chrono::milliseconds;
+using steady = std::chrono::steady_clock;
+
+std::map<std::string, std::string> opt;
+
+std::string get(const std::string& k, const std::string& def) {
+    const auto it = opt.find(k);
+    return it == opt.end() ? def : it->second;
+}
+
+/// Durations as the Go peers take them: 2s, 300ms, 1.5s.
+ms millis(const std::string& k, const std::string& def) {
+    const std::string v = get(k, def);
+    if (v.size() > 2 && v.compare(v.size() - 2, 2, "ms") == 0)
+        return ms{std::stol(v.substr(0, v.size() - 2))};
+    if (!v.empty() && v.back() == 's')
+        return ms{static_cast<long>(std::stod(v.substr(0, v.size() - 1)) * 1000)};
+    return ms{std::stol(v)};
+}
+
+std::mutex out_mutex;
+
+template <typename... T> void say(const T&... fields) {
+    std::lock_guard<std::mutex> lock{out_mutex};
+    bool first = true;
+    ((std::cout << (first ? "" : " ") << fields, first = false), ...);
+    std::cout << std::endl;
+}
+
+long long now_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string identity() { return get("id", "pg" + std::to_string(getpid())); }
+
+/// Blocks until "resign" (or EOF) on stdin, at most 120 s.
+void wait_resign() {
+    std::atomic<bool> done{false};
+    std::thread reader([&] {
+        std::string line;
+        while (std::getline(std::cin, line) && line != "resign") {
+        }
+        done = true;
+    });
+    reader.detach(); // a reader still blocked at the 120 s bound ends with the process
+    const auto until = steady::now() + ms{120000};
+    while (!done && steady::now() < until)
+        std::this_thread::sleep_for(ms{1});
+}
+
+int elect() {
+    pglease::elector_config cfg;
+    cfg.lease_name = get("name", "peers");
+    cfg.identity = identity();
+    cfg.ttl = millis("ttl", "2s");
+    cfg.renew_deadline = cfg.ttl * 3 / 4;
+    cfg.retry_period = millis("retry", "300ms");
+    cfg.connection.conninfo = get("pg", "");
+    const std::string table = get("table", "");
+    const int pause_at = std::stoi(get("pause-at", "0"));
+    const ms gap = millis("write-gap", "5ms");
+    pglease::elector* self = nullptr;
+
+    cfg.callbacks.on_started_leading = [&](std::int64_t epoch, const pglease::stop_token& stop) {
+        say("LEADER", now_us(), epoch);
+        if (table.empty()) {
+            stop.wait();
+            return;
+        }
+        // The leader's work: one fenced INSERT per write while leading.
+        pqxx::connection app{cfg.connection.conninfo};
+        app.prepare("w", "INSERT INTO " + table + " (writer, seq) VALUES ($1, $2)");
+        int seq = 0;
+        const auto until = steady::now() + ms{60000};
+        while (!stop.stop_requested() && steady::now() < until) {
+            ++seq;
+            if (seq == pause_at) {
+                say("PAUSING", now_us());
+                std::raise(SIGSTOP); // between the check (stop_token) and the write
+                // The write that was on its way when the pause hit goes to
+                // the database as it is, with no second look at the
+                // elector: the token it carries is all the fence sees.
+                try {
+                    pqxx::work tx{app};
+                    tx.exec_params("SELECT lease_use($1, $2)", cfg.lease_name, epoch);
+                    tx.exec_prepared0("w", cfg.identity, seq);
+                    tx.commit();
+                } catch (const pqxx::sql_error& e) {
+                    say("WRITE_REFUSED", now_us(), e.sqlstate());
+                    break;
+                }
+                continue;
+            }
+            try {
+                self->run_fenced(app, [&](pqxx::transaction_base& tx) {
+                    tx.exec_prepared0("w", cfg.identity, seq);
+                });
+            } catch (const pglease::lease_lost& e) {
+                say("WRITE_REFUSED", now_us(), "lease_lost");
+                break;
+            }
+            stop.wait_for(gap);
+        }
+        say("STOPPED_WRITING", now_us(), seq);
+        stop.wait();
+    };
+    cfg.callbacks.on_stopped_leading = [] { say("LOST", now_us()); };
+
+    pglease::elector elector{cfg};
+    self = &elector;
+    say("CAMPAIGN", now_us());
+    elector.start();
+    wait_resign();
+    elector.stop(); // ends the term, releases
+    say("RESIGNED", now_us());
+    return 0;
+}
+
+int ops() {
+    const std::string op = get("op", "cycle");
+    const int clients = std::stoi(get("clients", "1"));
+    const long max_ops = std::stol(get("max-ops", "1000000"));
+    const auto length = std::chrono::duration<double>(std::stod(get("seconds", "1")));
+    const std::string id = identity();
+    constexpr int per_client = 100;
+
+    std::vector<std::unique_ptr<pqxx::connection>> conns;
+    std::vector<std::vector<std::int64_t>> epochs(clients);
+    for (int c = 0; c < clients; ++c) {
+        conns.push_back(std::make_unique<pqxx::connection>(get("pg", "")));
+        auto& db = *conns.back();
+        const std::string holder = id + "-" + std::to_string(c);
+        db.prepare("acquire", "SELECT acquired, epoch FROM lease_acquire($1, $2, '60 s')");
+        db.prepare("release", "SELECT lease_release($1, $2, $3)");
+        db.prepare("renew", "SELECT lease_renew($1, $2, $3)");
+        db.prepare("renew_many",
+                   "SELECT count(expires_at) FROM lease_renew_many($1::text[], $2, $3::bigint[])");
+        pqxx::nontransaction tx{db};
+        for (int k = 0; k < per_client; ++k) {
+            const std::string name = "peers-ops-" + holder + "-" + std::to_string(k);
+            const auto r = tx.exec_prepared1("acquire", name, holder);
+            epochs[c].push_back(r[1].as<std::int64_t>());
+            if (op == "cycle")
+                tx.exec_prepared1("release", name, holder, epochs[c].back());
+        }
+    }
+    std::vector<long> counts(clients, 0);
+    std::atomic<bool> failed{false};
+    std::atomic<bool> go{false};
+    steady::time_point start;
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+        threads.emplace_back([&, c] {
+            auto& db = *conns[c];
+            const std::string holder = id + "-" + std::to_string(c);
+            std::vector<std::string> names;
+            std::string name_array = "{", epoch_array = "{"; // array literals for renew_many
+            for (int k = 0; k < per_client; ++k) {
+                names.push_back("peers-ops-" + holder + "-" + std::to_string(k));
+                name_array += (k ? "," : "") + names.back();
+                epoch_array += (k ? "," : "") + std::to_string(epochs[c][k]);
+            }
+            name_array += "}";
+            epoch_array += "}";
+            while (!go)
+                std::this_thread::yield();
+            const auto until = start + std::chrono::duration_cast<steady::duration>(length);
+            pqxx::nontransaction tx{db};
+            try {
+                for (long i = 0; counts[c] < max_ops && steady::now() < until; ++i) {
+                    const std::string& name = names[i % per_client];
+                    if (op == "cycle") {
+                        const auto r = tx.exec_prepared1("acquire", name, holder);
+                        if (!r[0].as<bool>() ||
+                            !tx.exec_prepared1("release", name, holder, r[1].as<std::int64_t>())[0].as<bool>())
+                            throw std::runtime_error("cycle failed on " + name);
+                        counts[c] += 1;
+                    } else if (op == "renew") {
+                        if (tx.exec_prepared1("renew", name, holder, epochs[c][i % per_client])[0].is_null())
+                            throw std::runtime_error("renew failed on " + name);
+                        counts[c] += 1;
+                    } else if (op == "renew-many") {
+                        const auto n = tx.exec_prepared1("renew_many", name_array, holder, epoch_array)[0].as<long>();
+                        if (n != per_client)
+                            throw std::runtime_error("renew_many renewed " + std::to_string(n));
+                        counts[c] += per_client;
+                    } else {
+                        throw std::runtime_error("unknown op " + op);
+                    }
+                }
+            } catch (const std::exception& e) {
+                std::cerr << "ops " << op << ": " << e.what() << std::endl;
+                failed = true;
+            }
+        });
+    }
+    start = steady::now();
+    go = true;
+    for (auto& t : threads)
+        t.join();
+    const double elapsed = std::chrono::duration<double>(steady::now() - start).count();
+    if (failed)
+        return 1;
+    long total = 0;
+    for (const long n : counts)
+        total += n;
+    char line[128];
+    std::snprintf(line, sizeof line, "%d %ld %.3f %.0f", clients, total, elapsed, static_cast<double>(total) / elapsed);
+    say("OPS", op, line);
+    return 0;
+}
+
+int many() {
+    const long n = std::stol(get("leases", "1000"));
+    pglease::lease_set_config cfg;
+    cfg.identity = identity();
+    for (long i = 0; i < n; ++i)
+        cfg.names.push_back("peers-many-" + cfg.identity + "-" + std::to_string(i));
+    cfg.ttl = millis("ttl", "30s");
+    cfg.renew_deadline = cfg.ttl * 2 / 3;
+    cfg.retry_period = std::min(ms{2000}, cfg.ttl / 10);
+    cfg.connection.conninfo = get("pg", "");
+    cfg.connection.acquire_timeout = cfg.ttl; // 100 processes at once on 2 cores
+    const auto t0 = steady::now();
+    pglease::lease_set set{cfg};
+    set.start();
+    while (set.acquire_rounds() == 0 || set.held_count() < static_cast<std::size_t>(n)) {
+        if (steady::now() - t0 > ms{120000}) {
+            std::cerr << "many: held " << set.held_count() << " of " << n << std::endl;
+            return 1;
+        }
+        std::this_thread::sleep_for(ms{20});
+    }
+    char took[32];
+    std::snprintf(took, sizeof took, "%.3f", std::chrono::duration<double>(steady::now() - t0).count());
+    say("GRANTED", n, took);
+    std::this_thread::sleep_for(millis("hold", "40s"));
+    const long held = static_cast<long>(set.held_count());
+    say("HELD", n, "lost", n - held, "expired", n - held, "keepalive_answers", set.renew_rounds());
+    set.stop(); // releases them all
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::cerr << "usage: pglease_peer elect|ops|many -flags" << std::endl;
+        return 2;
+    }
+    for (int i = 2; i < argc; ++i) {
+        std::string k = argv[i];
+        while (!k.empty() && k[0] == '-')
+            k.erase(0, 1);
+        if (k == "guard") {
+            opt[k] = "1";
+            continue;
+        }
+        if (i + 1 >= argc) {
+            std::cerr << "missing value for " << argv[i] << std::endl;
+            return 2;
+        }
+        opt[k] = argv[++i];
+    }
+    const std::string mode = argv[1];
+    try {
+        if (mode == "elect")
+            return elect();
+        if (mode == "ops")
+            return ops();
+        if (mode == "many")
+            return many();
+    } catch (const std::exception& e) {
+        std::cerr << "pglease_peer: " << e.what() << std::endl;
+        return 1;
+    }
+    std::cerr << "pglease_peer: unknown mode " << mode << std::endl;
+    return 2;
+}
