@@ -63,6 +63,9 @@ bench/pgbench_ratios.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"
 echo "bench: WAL and MultiXacts per fenced transaction (bench/fence_cost.sh)"
 bench/fence_cost.sh "${BENCH_FENCE_SECONDS:-10}"
 
+echo "bench: the fence's CPU cost in instructions (bench/fence_callgrind.sh)"
+bench/fence_callgrind.sh
+
 echo "bench: the installed C++ package (bench/installed_ratios.sh)"
 bench/installed_ratios.sh "$build" -- --rounds "${BENCH_NOTIFY_ROUNDS:-5}" --seconds "${BENCH_INSTALLED_SECONDS:-1}"
 # pg_lease against etcd, ZooKeeper and Redis, each through its own client,
