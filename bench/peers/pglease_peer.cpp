@@ -55,7 +55,8 @@ ms millis(const std::string& k, const std::string& def) {
 
 std::mutex out_mutex;
 
-template <typename... T> void say(const T&... fields) {
+template <typename... T>
+void say(const T&... fields) {
     std::lock_guard<std::mutex> lock{out_mutex};
     bool first = true;
     ((std::cout << (first ? "" : " ") << fields, first = false), ...);
@@ -68,7 +69,9 @@ long long now_us() {
         .count();
 }
 
-std::string identity() { return get("id", "pg" + std::to_string(getpid())); }
+std::string identity() {
+    return get("id", "pg" + std::to_string(getpid()));
+}
 
 /// Blocks until "resign" (or EOF) on stdin, at most 120 s.
 void wait_resign() {
@@ -209,15 +212,19 @@ int ops() {
                     if (op == "cycle") {
                         const auto r = tx.exec_prepared1("acquire", name, holder);
                         if (!r[0].as<bool>() ||
-                            !tx.exec_prepared1("release", name, holder, r[1].as<std::int64_t>())[0].as<bool>())
+                            !tx.exec_prepared1("release", name, holder, r[1].as<std::int64_t>())[0]
+                                 .as<bool>())
                             throw std::runtime_error("cycle failed on " + name);
                         counts[c] += 1;
                     } else if (op == "renew") {
-                        if (tx.exec_prepared1("renew", name, holder, epochs[c][i % per_client])[0].is_null())
+                        if (tx.exec_prepared1("renew", name, holder, epochs[c][i % per_client])[0]
+                                .is_null())
                             throw std::runtime_error("renew failed on " + name);
                         counts[c] += 1;
                     } else if (op == "renew-many") {
-                        const auto n = tx.exec_prepared1("renew_many", name_array, holder, epoch_array)[0].as<long>();
+                        const auto n =
+                            tx.exec_prepared1("renew_many", name_array, holder, epoch_array)[0]
+                                .as<long>();
                         if (n != per_client)
                             throw std::runtime_error("renew_many renewed " + std::to_string(n));
                         counts[c] += per_client;
@@ -242,7 +249,8 @@ int ops() {
     for (const long n : counts)
         total += n;
     char line[128];
-    std::snprintf(line, sizeof line, "%d %ld %.3f %.0f", clients, total, elapsed, static_cast<double>(total) / elapsed);
+    std::snprintf(line, sizeof line, "%d %ld %.3f %.0f", clients, total, elapsed,
+                  static_cast<double>(total) / elapsed);
     say("OPS", op, line);
     return 0;
 }
@@ -269,7 +277,8 @@ int many() {
         std::this_thread::sleep_for(ms{20});
     }
     char took[32];
-    std::snprintf(took, sizeof took, "%.3f", std::chrono::duration<double>(steady::now() - t0).count());
+    std::snprintf(took, sizeof took, "%.3f",
+                  std::chrono::duration<double>(steady::now() - t0).count());
     say("GRANTED", n, took);
     std::this_thread::sleep_for(millis("hold", "40s"));
     const long held = static_cast<long>(set.held_count());
