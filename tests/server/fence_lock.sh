@@ -58,12 +58,24 @@ check "lease_writers is empty once they ended" test "$(q "SELECT count(*) FROM l
 # --- a deadlock with a change of holder is detected and names the lease ------
 q "CREATE TABLE plain (id int PRIMARY KEY, v int)" >/dev/null
 q "INSERT INTO plain VALUES (1, 0)" >/dev/null
+# The writer closes the cycle only once the revoke waits for the fence lock,
+# and its own deadlock check comes later (deadlock_timeout 10 s against the
+# revoke's 1 s): the revoke is the one that finds the deadlock, so its
+# report carries the lease's name.
+cat >"$work/wait_taker.sh" <<'WAIT'
+for i in $(seq 400); do
+	[ "$(psql -X -A -t -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 19539 AND mode = 'ExclusiveLock' AND NOT granted")" = 1 ] && exit 0
+	sleep 0.05
+done
+exit 1
+WAIT
 psql -X -q -A -t >"$work/dl_writer.out" 2>&1 <<SQL &
+SET deadlock_timeout = '10s';
 BEGIN;
 SELECT lease_use('fl', $epoch);
 INSERT INTO jobs VALUES (100);
 \! touch $work/dl_writer.locked
-\! timeout 20 bash -c 'until [ -f $work/dl_taker.waiting ]; do sleep 0.05; done'
+\! bash $work/wait_taker.sh
 UPDATE plain SET v = 1 WHERE id = 1;
 COMMIT;
 SQL
@@ -72,7 +84,6 @@ timeout 20 bash -c "until [ -f $work/dl_writer.locked ]; do sleep 0.05; done"
 PGOPTIONS="-c pg_lease.takeover_timeout=10s" psql -X -q -A -t >"$work/dl_taker.out" 2>&1 <<SQL &
 BEGIN;
 UPDATE plain SET v = 2 WHERE id = 1;
-\! touch $work/dl_taker.waiting
 SELECT lease_revoke('fl');
 COMMIT;
 SQL
