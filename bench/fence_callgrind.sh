@@ -13,14 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../tests/harness/pg_cluster.sh"
 pg_cluster_start cg >/dev/null
-psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
-SET client_min_messages = warning;
-CREATE EXTENSION pg_lease;
-SELECT lease_acquire('f', 'writer', '1 day');
-CREATE TABLE fenced (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, epoch bigint);
-CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
-SELECT lease_fence('fenced', 'f');
-SQL
+psql -X -q -v ON_ERROR_STOP=1 -f "$here/fence_tables.sql" >/dev/null
 epoch=$(psql -X -A -t -c "SELECT epoch FROM leases WHERE name = 'f'")
 pg_cluster_stop cg
 data=$(pg_cluster_dir cg)/data

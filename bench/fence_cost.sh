@@ -19,14 +19,7 @@ pgbench_cluster_init cost
 echo "shared_preload_libraries = 'pg_lease'" | pg_as_owner tee -a "$(pg_cluster_dir cost)/data/postgresql.conf" >/dev/null
 pg_cluster_start cost
 
-psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
-SET client_min_messages = warning;
-CREATE EXTENSION pg_lease;
-SELECT lease_acquire('f', 'writer', '1 day');
-CREATE TABLE fenced (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, epoch bigint);
-CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
-SELECT lease_fence('fenced', 'f');
-SQL
+psql -X -q -v ON_ERROR_STOP=1 -f "$here/fence_tables.sql" >/dev/null
 epoch=$(psql -X -A -t -c "SELECT epoch FROM leases WHERE name = 'f'")
 # The same row on both sides: the fence stamps the token into the fenced
 # row's epoch column, the unfenced row gets the same value written.
