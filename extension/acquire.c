@@ -170,6 +170,7 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, int64 lock_delay_usec
 		Datum		values[8];
 
 		LeaseCheckQuota();
+		LeaseGrantChanged(name);	/* a row deleted by hand may be kept */
 
 		epoch = LeaseNextEpoch();
 		now = GetCurrentTimestamp();

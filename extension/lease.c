@@ -148,5 +148,6 @@ lease_end_grant_writers(PG_FUNCTION_ARGS)
 	LeaseTakeoverBegin(&takeover, &ending);
 	LeaseFenceLockExclusive(&takeover);
 	LeaseTakeoverEnd(&takeover);
+	LeaseGrantChanged(name);	/* the caller deletes the row */
 	PG_RETURN_VOID();
 }

@@ -279,6 +279,7 @@ LeaseExtendLocked(text *name, const LeaseRow *row, int64 ttl_usec)
 	bool		nulls[LEASE_NATTS];
 	bool		replace[LEASE_NATTS];
 
+	LeaseGrantChanged(name);
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_RENEWED_AT, TimestampTzGetDatum(now), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
@@ -312,6 +313,7 @@ LeaseFreeLocked(text *name, const LeaseRow *row, const char *event)
 	bool		nulls[LEASE_NATTS];
 	bool		replace[LEASE_NATTS];
 
+	LeaseGrantChanged(name);
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_HOLDER, (Datum) 0, true);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
@@ -348,6 +350,7 @@ LeaseGrantNewEpoch(text *name, const LeaseRow *row, text *holder, int64 ttl_usec
 	int64		transitions;
 
 	*expires_at = now + ttl_usec;
+	LeaseGrantChanged(name);
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_HOLDER, PointerGetDatum(holder), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EPOCH, Int64GetDatum(epoch), false);

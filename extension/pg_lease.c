@@ -6,6 +6,7 @@
  * The rest lives in one file per job: lease.c (acquire, renew, release,
  * revoke), fence.c (the fence trigger and lease_use), epoch.c (tokens),
  * events.c (history and NOTIFY), retention.c (its pruning), xact_state.c (per-transaction state),
+ * grant_cache.c (lease rows kept across transactions),
  * catalog.c (prepared statements), row_lock.c and row_write.c (lease rows
  * and history without the executor), settings.c (pg_lease.* parameters),
  * fence_lock.c (the fence lock in the lock manager), takeover.c and evict.c
@@ -35,6 +36,7 @@ _PG_init(void)
 	LeaseCatalogInit();
 	LeaseWriteInit();
 	LeaseXactStateInit();
+	LeaseGrantCacheInit();
 	LeaseRetentionInit();
 	LeaseCountersInit();
 	LeaseNotifyInit();

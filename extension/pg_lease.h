@@ -196,4 +196,11 @@ extern const LeaseRowState *LeaseRefreshRow(const char *name);
 extern void LeaseForgetRow(const char *name);
 extern void LeaseForgetRowText(text *name);
 
+/* grant_cache.c: lease rows kept across transactions while unchanged */
+extern void LeaseGrantCacheInit(void);
+extern void LeaseGrantChanged(text *name);
+extern uint64 LeaseGrantCacheStamp(const char *name);
+extern bool LeaseGrantCacheLookup(const char *name, int64 epoch, LeaseRowState *state);
+extern void LeaseGrantCacheStore(const char *name, const LeaseRowState *state, uint64 stamp);
+
 #endif							/* PG_LEASE_H */

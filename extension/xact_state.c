@@ -7,7 +7,8 @@
  * Once a transaction holds the fence lock of a grant (fence_lock.c), no
  * other transaction can end that grant until this one ends, so the lease
  * row's epoch and expiry are read once, after the lock is granted, and
- * kept here.  Only the clock is looked at again for each further row.
+ * kept here (and across transactions while the row does not change:
+ * grant_cache.c).  Only the clock is looked at again for each further row.
  * Lease functions called in the same transaction forget the row they
  * change.  Entries remember the subtransaction that made them: a
  * rolled-back subtransaction takes its tokens with it, and its locks too,
@@ -207,8 +208,15 @@ LeaseLockGrantShared(const char *name, int64 epoch)
 	if (row_lock && !ReadRowLatest(name, true, &state))
 		return NULL;
 	LeaseFenceLockShare(name, epoch);
-	if (!row_lock && !ReadRowLatest(name, false, &state))
-		return NULL;
+	if (!row_lock && !LeaseGrantCacheLookup(name, epoch, &state))
+	{
+		uint64		stamp = LeaseGrantCacheStamp(name);
+
+		if (!ReadRowLatest(name, false, &state))
+			return NULL;
+		if (state.epoch == epoch)
+			LeaseGrantCacheStore(name, &state, stamp);
+	}
 	if (state.epoch != epoch)
 	{
 		other_grant = state;

@@ -15,7 +15,9 @@ sql "SELECT lease_acquire('$p/5', 'h2', '100 milliseconds')" >/dev/null
 e6=$(sql "SELECT epoch FROM lease_acquire('$p/6', 'h3', '1 minute')")
 sql "SELECT lease_release('$p/6', 'h3', $e6)" >/dev/null
 sql "SELECT lease_acquire('${p}x/1', 'h9', '1 minute')" >/dev/null
-wait_until 5 test "$(sql "SELECT valid FROM lease_status WHERE name = '$p/5'")" = f || fail "$p/5 did not expire"
+# the observation is repeated, not only its comparison
+expired() { test "$(sql "SELECT valid FROM lease_status WHERE name = '$1'")" = f; }
+wait_until 5 expired "$p/5" || fail "$p/5 did not expire"
 
 # 1. --prefix: the table has exactly our six leases ("$p/", not "${p}x/1").
 "$PGLEASE" status --prefix "$p/" >"$TMP/prefix.txt"
