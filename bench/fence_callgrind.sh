@@ -6,7 +6,9 @@
 # pg_lease.epoch = E; INSERT ...; COMMIT`, into a fenced table and into
 # an unfenced one (the same SET LOCAL, the same row with the epoch written
 # by hand); each figure is (count at 1,100 - count at 100) / 1,000, so
-# start-up and the first transaction's catalog lookups cancel out.
+# start-up and the first transaction's catalog lookups cancel out.  Both
+# without preloading and with pg_lease in shared_preload_libraries, where
+# a session keeps its lease row across transactions (grant_cache.c).
 #
 #   bench/fence_callgrind.sh
 set -euo pipefail
@@ -33,27 +35,32 @@ statements()
 	done
 }
 
-# instructions TABLE N: the backend's total instruction count for N transactions
+# instructions TABLE N PRELOAD: the backend's total instruction count for N
+# transactions; PRELOAD is the shared_preload_libraries value
 instructions()
 {
-	local out=$work/cg.$1.$2
+	local out=$work/cg.$1.$2.${3:-none}
 	statements "$1" "$2" >"$out.sql"
 	chmod a+r "$out.sql"
 	pg_as_owner valgrind --tool=callgrind --callgrind-out-file="$out.cg" \
-		"$PG_BIN/postgres" --single -D "$data" -c fsync=off postgres <"$out.sql" >"$out.log" 2>&1
+		"$PG_BIN/postgres" --single -D "$data" -c fsync=off -c shared_preload_libraries="$3" \
+		postgres <"$out.sql" >"$out.log" 2>&1
 	grep -q ERROR "$out.log" && { cat "$out.log" >&2; return 1; }
 	awk '/^summary:/ { print $2 }' "$out.cg"
 }
 
 chmod 0777 "$work"
-echo "| transaction | instructions per transaction |"
-echo "|---|---:|"
-for t in unfenced fenced; do
-	a=$(instructions "$t" 100)
-	b=$(instructions "$t" 1100)
-	per=$(((b - a) / 1000))
-	echo "| $t | $per |"
-	declare "per_$t=$per"
+echo "| transaction | pg_lease preloaded | instructions per transaction | fenced / unfenced |"
+echo "|---|---|---:|---:|"
+for preload in "" pg_lease; do
+	for t in unfenced fenced; do
+		a=$(instructions "$t" 100 "$preload")
+		b=$(instructions "$t" 1100 "$preload")
+		per=$(((b - a) / 1000))
+		declare "per_$t=$per"
+		ratio=""
+		[ "$t" = fenced ] && ratio=$(awk -v a="$per_fenced" -v b="$per_unfenced" 'BEGIN { printf "%.3fx", a / b }')
+		echo "| $t | $([ -n "$preload" ] && echo yes || echo no) | $per | $ratio |"
+	done
 done
-echo "| fenced / unfenced | $(awk -v a="$per_fenced" -v b="$per_unfenced" 'BEGIN { printf "%.3f", a / b }')x |"
 echo "(valgrind --tool=callgrind, postgres --single, fsync off; (1,100 - 100 transactions) / 1,000)"

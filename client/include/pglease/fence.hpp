@@ -7,8 +7,9 @@
 /// the transaction declares the token (SET LOCAL pg_lease.epoch in
 /// fenced_work's BEGIN, or lease_use(name, epoch)), and the fence trigger on every
 /// fenced table refuses the write unless that epoch is the current,
-/// unexpired grant, holding a share lock on the lease row until commit, so a
-/// takeover cannot commit while a fenced write that passed is still open.
+/// unexpired grant, holding a share lock on the grant (in PostgreSQL's lock
+/// manager, pg_lease 1.3) until commit, so a takeover cannot commit while a
+/// fenced write that passed is still open.
 #pragma once
 
 #include "pglease/error.hpp"
@@ -180,7 +181,7 @@ auto run_fenced_bounded(pqxx::connection_base& conn, const fence_token& token, f
 /// run_fenced() of lease, scoped_lease and elector tell them apart and throw
 /// lease_evicted (a lease_lost) when the lease was no longer held locally.
 ///
-/// Each fenced write holds a lock on the lease row until commit: it never
+/// Each fenced write holds a share lock on its grant until commit: it never
 /// delays the holder's renewals (pg_lease 1.1), but once the lease expired
 /// a new holder's grant ends the transaction instead of waiting for it.
 ///
