@@ -19,7 +19,9 @@
  *	   it, so the kept row is the newest committed one.
  * A counter shared by several leases only makes rows be read more often.
  * A transaction that changed a lease row itself neither uses nor keeps
- * rows: it sees its own changes, which are not committed yet.
+ * rows: it sees its own changes, which are not committed yet.  Nor does a
+ * standby: replayed changes bump nothing, and a session may outlive the
+ * promotion.
  *
  * A prepared transaction that changed a lease row is committed by another
  * backend, which does not run this callback; it queues a relcache
@@ -35,6 +37,7 @@
 #include "pg_lease.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -224,7 +227,7 @@ LeaseGrantCacheLookup(const char *name, int64 epoch, LeaseRowState *state)
 {
 	LeaseKeptRow *kept;
 
-	if (grant_counters == NULL || pending_any)
+	if (grant_counters == NULL || pending_any || RecoveryInProgress())
 		return false;
 	AcceptInvalidationMessages();
 	kept = hash_search(LeaseKeptRows(), name, HASH_FIND, NULL);
@@ -244,7 +247,7 @@ LeaseGrantCacheStore(const char *name, const LeaseRowState *state, uint64 stamp)
 {
 	LeaseKeptRow *kept;
 
-	if (grant_counters == NULL || pending_any)
+	if (grant_counters == NULL || pending_any || RecoveryInProgress())
 		return;
 	kept = hash_search(LeaseKeptRows(), name, HASH_ENTER, NULL);
 	kept->changes = stamp;
