@@ -310,7 +310,8 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
         {"renew", "pglease::lease::renew() vs a bare UPDATE CAS", 0.95, {}},
         // issue 24: >= 0.8x at 1 and 4 clients, >= 0.7x at 16 (one threshold here: the stricter)
         {"cycle", "lease.acquire() + lease.release() vs two plain UPDATEs", 0.8, {}},
-        {"run_fenced", "run_fenced (fenced_work) vs a plain pqxx::work", 0.92, {}}}; // issue 23: >= 0.92x at 1, 4 and 16
+        // issue 23: >= 0.92x at 1, 4 and 16 clients
+        {"run_fenced", "run_fenced (fenced_work) vs a plain pqxx::work", 0.92, {}}};
     const auto kept = [&](const auto& g) { return only.empty() || g.key == only; };
     results.erase(std::remove_if(results.begin(), results.end(), std::not_fn(kept)), results.end());
     for (const int n : counts) {
