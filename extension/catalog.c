@@ -88,6 +88,19 @@ static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 		1, {NAMEOID},
 		CURSOR_OPT_CUSTOM_PLAN
 	},
+	[LEASE_PLAN_FLOOR_INSERT] = {
+		"INSERT INTO %s.lease_floor_rows (store, name, epoch, raised_at)"
+		" VALUES ($1, $2, $3, pg_catalog.clock_timestamp()) ON CONFLICT (store, name) DO NOTHING",
+		NULL,
+		4, {TEXTOID, TEXTOID, INT8OID, INT8OID}
+	},
+	[LEASE_PLAN_FLOOR_UPDATE] = {
+		"UPDATE %1$s.lease_floor_rows SET epoch = $3, raised_at = pg_catalog.clock_timestamp()"
+		" WHERE ctid" EQ "(SELECT ctid FROM %1$s.lease_floor_rows WHERE store" EQ "$1"
+		" AND name" EQ "$2 AND epoch" EQ "$4 FOR UPDATE SKIP LOCKED)",
+		NULL,
+		4, {TEXTOID, TEXTOID, INT8OID, INT8OID}
+	},
 };
 
 static struct
@@ -226,6 +239,20 @@ Oid
 LeaseUpgradesRelid(void)
 {
 	return get_relname_relid("lease_upgrades", lease_catalog.namespace);
+}
+
+/* lease_floor_rows, looked up afresh (1.4 and later; InvalidOid before). */
+Oid
+LeaseFloorsRelid(void)
+{
+	Oid			relid = get_relname_relid("lease_floor_rows", lease_catalog.namespace);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("pg_lease relation \"lease_floor_rows\" is missing"),
+				 errhint("Update the extension: ALTER EXTENSION pg_lease UPDATE.")));
+	return relid;
 }
 
 /* Whether the installed SQL objects are those of version 1.1 or later. */

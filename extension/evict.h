@@ -46,6 +46,8 @@ extern void LeaseTakeoverTimedOut(const LeaseTakeover *takeover, const char *who
 			pg_attribute_noreturn();
 
 /* fence_lock.c: the lock-manager fence lock, exclusively */
+struct LOCKTAG;
+extern void LeaseLockTagExclusive(LeaseTakeover *takeover, const struct LOCKTAG *tag);
 extern void LeaseFenceLockExclusive(LeaseTakeover *takeover);
 
 /* takeover.c: the 1.2 row lock, upgraded to FOR UPDATE */

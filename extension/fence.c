@@ -12,6 +12,9 @@
  * no change of holder can commit while a write that passed is still open;
  * renewals, which never take that lock, go on meanwhile.
  *
+ * With a third argument, the lease store, the table is fenced downstream:
+ * by the floor of a lease of another database (fence_downstream.c).
+ *
  * Hot path: the trigger's arguments and column number are kept for the
  * statement (fn_extra) and the lease row read under the lock for the
  * transaction (xact_state.c), so a row after the first costs a clock read,
@@ -39,6 +42,7 @@ typedef struct FenceConfig
 	char	   *lease;
 	char	   *column;
 	AttrNumber	attnum;			/* epoch column; 0 for TRUNCATE */
+	LeaseFloorKey floor;		/* a downstream fence: store set (1.4) */
 } FenceConfig;
 
 /* Where a write's token came from (SPEC section 3, "The fence trigger"). */
@@ -61,10 +65,10 @@ FenceConfigFor(FunctionCallInfo fcinfo, TriggerData *trigdata)
 	if (config != NULL && config->trigger == trigger->tgoid)
 		return config;
 
-	if (trigger->tgnargs != 2)
+	if (trigger->tgnargs != 2 && trigger->tgnargs != 3)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("fence trigger \"%s\" on \"%s\" must have two arguments",
+				 errmsg("fence trigger \"%s\" on \"%s\" must have two or three arguments",
 						trigger->tgname, RelationGetRelationName(rel)),
 				 errhint("Install fences with lease_fence().")));
 
@@ -73,6 +77,12 @@ FenceConfigFor(FunctionCallInfo fcinfo, TriggerData *trigdata)
 	config->lease = MemoryContextStrdup(mcxt, trigger->tgargs[0]);
 	config->column = MemoryContextStrdup(mcxt, trigger->tgargs[1]);
 	LeaseCheckLabel("lease name", strlen(config->lease));
+	if (trigger->tgnargs == 3)
+	{
+		config->floor.store = MemoryContextStrdup(mcxt, trigger->tgargs[2]);
+		config->floor.name = config->lease;
+		LeaseCheckLabel("lease store", strlen(config->floor.store));
+	}
 
 	if (TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
 	{
@@ -332,14 +342,23 @@ lease_fence_trigger(PG_FUNCTION_ARGS)
 	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
 	config = FenceConfigFor(fcinfo, trigdata);
 
-	source = FenceDeclaredToken(config, &token);
+	if (config->floor.store == NULL)
+		source = FenceDeclaredToken(config, &token);
+	else
+		source = LeaseDownstreamToken(&config->floor, rel, &token) ?
+			FENCE_TOKEN_SETTING : FENCE_TOKEN_NONE;
 	if (source == FENCE_TOKEN_NONE && !TRIGGER_FIRED_BY_TRUNCATE(event))
 		source = FenceRowToken(config, trigdata, &token);
 	if (source == FENCE_TOKEN_NONE)
 		FenceRejectNoToken(config, rel);
 
-	row = FenceLockRow(config, source, &token);
-	FenceCheck(config, rel, token, row);
+	if (config->floor.store != NULL)
+		LeaseDownstreamCheck(&config->floor, rel, token);
+	else
+	{
+		row = FenceLockRow(config, source, &token);
+		FenceCheck(config, rel, token, row);
+	}
 
 	if (TRIGGER_FIRED_BY_TRUNCATE(event))
 		return PointerGetDatum(NULL);

@@ -180,53 +180,61 @@ FenceLockEvictHolders(LeaseTakeover *takeover, const LOCKTAG *tag, double now_ms
 }
 
 /*
- * Lock the grant that takeover ends exclusively, until the transaction
- * ends: at once when no fenced transaction holds it; else wait for them up
- * to pg_lease.takeover_timeout (0: as long as they take), then end them.
+ * Lock tag exclusively for takeover, until the transaction ends: at once
+ * when nobody holds it; else wait for the holders up to
+ * pg_lease.takeover_timeout (0: as long as they take), then end them.  The
+ * caller says in an error context what the lock is for.
  */
+void
+LeaseLockTagExclusive(LeaseTakeover *takeover, const LOCKTAG *tag)
+{
+	StringInfoData who;
+	double		waited_ms;
+
+	if (LockAcquire(tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+		return;
+
+	if (lease_takeover_timeout_ms == 0)
+	{
+		(void) LockAcquire(tag, ExclusiveLock, false, false);
+		return;
+	}
+	waited_ms = LeaseTakeoverWaited(takeover);
+	if (waited_ms < lease_takeover_timeout_ms &&
+		FenceLockWaitExclusive(tag, (int) (lease_takeover_timeout_ms - waited_ms)))
+		return;
+
+	initStringInfo(&who);
+	for (;;)
+	{
+		double		bound_ms = (double) lease_takeover_timeout_ms + LEASE_EVICT_BOUND_MS;
+
+		waited_ms = LeaseTakeoverWaited(takeover);
+		FenceLockEvictHolders(takeover, tag, waited_ms, &who);
+		LeaseRecordEvictions(takeover);
+		if (waited_ms >= bound_ms)
+			LeaseTakeoverTimedOut(takeover, who.data);
+		if (FenceLockWaitExclusive(tag, (int) Min(LEASE_EVICT_SLICE_MS,
+												  bound_ms - waited_ms + 1)))
+			break;
+	}
+	pfree(who.data);
+}
+
+/* Lock the grant that takeover ends exclusively, until the transaction ends. */
 void
 LeaseFenceLockExclusive(LeaseTakeover *takeover)
 {
 	const LeaseEnding *ending = takeover->ending;
 	FenceLockContext context = {text_to_cstring(ending->name), ending->epoch, true};
 	ErrorContextCallback callback;
-	StringInfoData who;
 	LOCKTAG		tag;
-	double		waited_ms;
 
 	LeaseFenceLockTag(&tag, ending->epoch);
-	if (LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
-		return;
-
 	callback.callback = FenceLockErrorContext;
 	callback.arg = &context;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-
-	if (lease_takeover_timeout_ms == 0)
-		(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	else
-	{
-		waited_ms = LeaseTakeoverWaited(takeover);
-		if (waited_ms >= lease_takeover_timeout_ms ||
-			!FenceLockWaitExclusive(&tag, (int) (lease_takeover_timeout_ms - waited_ms)))
-		{
-			initStringInfo(&who);
-			for (;;)
-			{
-				double		bound_ms = (double) lease_takeover_timeout_ms + LEASE_EVICT_BOUND_MS;
-
-				waited_ms = LeaseTakeoverWaited(takeover);
-				FenceLockEvictHolders(takeover, &tag, waited_ms, &who);
-				LeaseRecordEvictions(takeover);
-				if (waited_ms >= bound_ms)
-					LeaseTakeoverTimedOut(takeover, who.data);
-				if (FenceLockWaitExclusive(&tag, (int) Min(LEASE_EVICT_SLICE_MS,
-														   bound_ms - waited_ms + 1)))
-					break;
-			}
-			pfree(who.data);
-		}
-	}
+	LeaseLockTagExclusive(takeover, &tag);
 	error_context_stack = callback.previous;
 }

@@ -32,7 +32,7 @@
 #include "utils/timestamp.h"
 #include "validate.h"
 
-static void
+void
 LeaseRequireDurableCommit(void)
 {
 	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_WRITE)

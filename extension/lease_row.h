@@ -44,6 +44,7 @@ typedef struct LeaseGrant
 	TimestampTz expires_at;
 } LeaseGrant;
 
+extern void LeaseRequireDurableCommit(void);
 extern void LeaseBegin(FunctionCallInfo fcinfo);
 extern void LeaseEnd(text *name);
 extern uint64 LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected);

@@ -53,6 +53,7 @@ extern int	lease_max_ttl_ms;
 extern int	lease_max_leases_per_role;
 extern int	lease_event_retention_s;
 extern int	lease_takeover_timeout_ms;
+extern char *lease_store_id_setting;
 extern void LeaseDefineSettings(void);
 extern const LeaseEpochList *LeaseSettingEpochs(void);
 
@@ -66,6 +67,8 @@ typedef enum LeasePlan
 	LEASE_PLAN_EVENT,			/* append to lease_events */
 	LEASE_PLAN_PRUNE_EVENTS,	/* a lease's events past retention */
 	LEASE_PLAN_COUNT_ROLE,		/* leases whose latest grant a role made */
+	LEASE_PLAN_FLOOR_INSERT,	/* the first floor of (store, name) */
+	LEASE_PLAN_FLOOR_UPDATE,	/* raise a floor, unless its row is locked */
 	LEASE_PLAN_COUNT
 } LeasePlan;
 
@@ -80,6 +83,7 @@ extern Datum LeaseCallerRoleName(void);
 extern bool LeaseCallerIsSuperuser(void);
 extern bool LeaseSchema11(void);
 extern Oid	LeaseUpgradesRelid(void);
+extern Oid	LeaseFloorsRelid(void);
 
 /*
  * The columns of leases, as row_lock.c returns them in a slot (0-based).
@@ -195,6 +199,33 @@ extern bool LeasePeekRow(const char *name, LeaseRowState *state);
 extern const LeaseRowState *LeaseRefreshRow(const char *name);
 extern void LeaseForgetRow(const char *name);
 extern void LeaseForgetRowText(text *name);
+
+/*
+ * floors.c: downstream fences, by the highest epoch of another database's
+ * lease seen here.  Floor locks are advisory tags too: database, a 64-bit
+ * hash of (store, name, epoch), and this class ("LF").
+ */
+#define LEASE_FLOOR_LOCKTAG_CLASS	0x4C46
+
+typedef struct LeaseFloorKey
+{
+	const char *store;
+	const char *name;
+} LeaseFloorKey;
+
+extern char *LeaseStoreId(void);
+extern int64 LeaseFloorRaise(const LeaseFloorKey *key, int64 epoch);
+extern int64 LeaseFloorCheck(const LeaseFloorKey *key, int64 epoch);
+extern int64 LeaseFloorPeek(const LeaseFloorKey *key);
+
+/* fence_downstream.c: the fence trigger on a table fenced by a floor */
+extern bool LeaseDownstreamToken(const LeaseFloorKey *key, Relation rel, int64 *token);
+extern void LeaseDownstreamCheck(const LeaseFloorKey *key, Relation rel, int64 token);
+
+/* xact_state.c: the floors this transaction's writes passed */
+extern bool LeaseFloorPassed(const LeaseFloorKey *key, int64 epoch);
+extern void LeaseFloorKeep(const LeaseFloorKey *key, int64 epoch);
+extern void LeaseFloorForget(const LeaseFloorKey *key);
 
 /* grant_cache.c: lease rows kept across transactions while unchanged */
 extern void LeaseGrantCacheInit(void);

@@ -30,6 +30,9 @@ int			lease_event_retention_s = 30 * 24 * 60 * 60;
  */
 int			lease_takeover_timeout_ms = 1000;
 
+/* This database's identity as a lease store; empty: the default (floors.c). */
+char	   *lease_store_id_setting = NULL;
+
 static char *lease_epoch_setting = NULL;
 static const LeaseEpochList *lease_setting_epochs = NULL;
 
@@ -117,6 +120,17 @@ LeaseDefineSettings(void)
 							PGC_SUSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("pg_lease.store_id",
+							   "This database's identity as a lease store, as lease_store_id() returns it.",
+							   "Empty: the cluster's system identifier and the database name. Set it (for "
+							   "the database, with ALTER DATABASE) to keep the identity across pg_upgrade "
+							   "or a dump and restore, which change the system identifier.",
+							   &lease_store_id_setting,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
 
 	DefineCustomStringVariable("pg_lease.epoch",
 							   "Fencing tokens that this session's writes to fenced tables carry.",

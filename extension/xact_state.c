@@ -38,6 +38,8 @@ typedef struct LeaseXactEntry
 /* Both lists live in TopTransactionContext and die with the transaction. */
 static LeaseXactEntry *declared_tokens = NULL;
 static LeaseXactEntry *locked_rows = NULL;
+/* floors (floors.c) passed: name is the store, a NUL, then the lease name */
+static LeaseXactEntry *floor_passes = NULL;
 
 static LeaseXactEntry *
 EntryFind(LeaseXactEntry *list, const char *name)
@@ -102,6 +104,7 @@ LeaseXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			declared_tokens = NULL;
 			locked_rows = NULL;
+			floor_passes = NULL;
 			break;
 		default:
 			break;
@@ -117,10 +120,12 @@ LeaseSubXactCallback(SubXactEvent event, SubTransactionId subid,
 		case SUBXACT_EVENT_ABORT_SUB:
 			EntriesRemove(&declared_tokens, NULL, subid);
 			EntriesRemove(&locked_rows, NULL, subid);
+			EntriesRemove(&floor_passes, NULL, subid);
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
 			EntriesReparent(declared_tokens, subid, parent);
 			EntriesReparent(locked_rows, subid, parent);
+			EntriesReparent(floor_passes, subid, parent);
 			break;
 		default:
 			break;
@@ -282,4 +287,65 @@ LeaseForgetRowText(text *name)
 	str = text_to_cstring(name);
 	LeaseForgetRow(str);
 	pfree(str);
+}
+
+static LeaseXactEntry **
+FloorPassFind(const LeaseFloorKey *key)
+{
+	LeaseXactEntry **link;
+
+	for (link = &floor_passes; *link != NULL; link = &(*link)->next)
+	{
+		const char *store = (*link)->name;
+
+		if (strcmp(store, key->store) == 0 &&
+			strcmp(store + strlen(store) + 1, key->name) == 0)
+			return link;
+	}
+	return NULL;
+}
+
+/*
+ * Whether a write of this transaction passed the floor of key with token
+ * epoch: it holds the token's floor lock, so no raise above it can commit
+ * before this transaction ends, and further rows need no look.
+ */
+bool
+LeaseFloorPassed(const LeaseFloorKey *key, int64 epoch)
+{
+	LeaseXactEntry **link = FloorPassFind(key);
+
+	return link != NULL && (*link)->state.epoch == epoch;
+}
+
+void
+LeaseFloorKeep(const LeaseFloorKey *key, int64 epoch)
+{
+	size_t		store_len = strlen(key->store);
+	size_t		name_len = strlen(key->name);
+	LeaseXactEntry *entry;
+
+	LeaseFloorForget(key);
+	entry = MemoryContextAllocZero(TopTransactionContext,
+								   offsetof(LeaseXactEntry, name) + store_len + name_len + 2);
+	memcpy(entry->name, key->store, store_len + 1);
+	memcpy(entry->name + store_len + 1, key->name, name_len + 1);
+	entry->subid = GetCurrentSubTransactionId();
+	entry->state.epoch = epoch;
+	entry->next = floor_passes;
+	floor_passes = entry;
+}
+
+void
+LeaseFloorForget(const LeaseFloorKey *key)
+{
+	LeaseXactEntry **link = FloorPassFind(key);
+
+	if (link != NULL)
+	{
+		LeaseXactEntry *entry = *link;
+
+		*link = entry->next;
+		pfree(entry);
+	}
 }
