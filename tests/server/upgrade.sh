@@ -57,14 +57,28 @@ check "the shard's holder renews across the update" \
 # --- 1.2 -> 1.3: the fence lock in the lock manager ---------------------------
 check "1.2 schema with the new library: a fenced write passes" \
 	q "BEGIN; SELECT lease_use('pglease:group/up/shard/s1', $epoch); COMMIT;"
-q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
-check "updated to 1.3 (the default)" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.3
+q "ALTER EXTENSION pg_lease UPDATE TO '1.3'" >/dev/null
+check "updated to 1.3" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.3
 check "the shard's holder renews across the update to 1.3" \
 	test "$(q "SELECT lease_renew('pglease:group/up/shard/s1', 'm1', $epoch) IS NOT NULL")" = t
 check "1.3: the update is recorded" test "$(q "SELECT count(*) FROM lease_upgrades WHERE version = '1.3'")" = 1
 check "1.3: lease_writers shows a fenced transaction" \
 	test "$(psql -X -q -A -t -v ON_ERROR_STOP=1 -c "BEGIN" -c "SELECT lease_use('pglease:group/up/shard/s1', $epoch) IS NULL" \
 		-c "SELECT name || ' ' || epoch || ' ' || granted FROM lease_writers WHERE pid = pg_backend_pid()" -c "COMMIT" | tail -1)" = "pglease:group/up/shard/s1 $epoch true"
+
+# --- 1.3 -> 1.4: downstream fences ------------------------------------------
+q "CREATE TABLE up_copies (id int, epoch bigint)" >/dev/null
+q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
+check "updated to 1.4 (the default)" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.4
+check "1.4: the update is recorded" test "$(q "SELECT count(*) FROM lease_upgrades WHERE version = '1.4'")" = 1
+check "1.4: the old fence keeps its two arguments and still guards its table" \
+	grep -q LS001 <<<"$(psql -X -q -v VERBOSITY=verbose -c "BEGIN; SELECT lease_use('up', $epoch); INSERT INTO up_jobs VALUES (3); COMMIT;" 2>&1 || true)"
+q "SELECT lease_fence('up_copies', 'job', store => 'other/db')" >/dev/null
+check "1.4: lease_raise raises a floor" test "$(q "SELECT lease_raise('other/db', 'job', 7)")" = t
+check "1.4: a downstream fence refuses a token below the floor" \
+	grep -q LS001 <<<"$(psql -X -q -v VERBOSITY=verbose -c "INSERT INTO up_copies VALUES (1, 6)" 2>&1 || true)"
+check "1.4: and takes one at the floor" q "INSERT INTO up_copies VALUES (1, 7)"
+check "1.4: lease_floors shows the floor" test "$(q "SELECT store || ' ' || name || ' ' || epoch FROM lease_floors")" = "other/db job 7"
 
 # --- a 1.1 install updated to 1.2 --------------------------------------------
 PGDATABASE=mid q "CREATE EXTENSION pg_lease VERSION '1.1'" >/dev/null
@@ -76,11 +90,11 @@ check "1.1 updated to 1.2" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_e
 check "1.1 -> 1.2: the shard shows in lease_group_shards" \
 	test "$(PGDATABASE=mid q "SELECT holder || ' ' || epoch FROM lease_group_shards WHERE group_name = 'g'")" = "x $mid_epoch"
 PGDATABASE=mid q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
-check "1.1 -> 1.2 -> 1.3" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.3
+check "1.1 -> 1.2 -> 1.3 -> 1.4" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.4
 
 # --- same objects as a fresh install ----------------------------------------
 PGDATABASE=fresh q "CREATE EXTENSION pg_lease" >/dev/null
-check "a fresh install is version 1.3" test "$(PGDATABASE=fresh q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.3
+check "a fresh install is version 1.4" test "$(PGDATABASE=fresh q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.4
 check "a fresh install records no update" test "$(PGDATABASE=fresh q "SELECT count(*) FROM lease_upgrades")" = 0
 describe()
 {
@@ -112,9 +126,9 @@ SQL
 describe old >"$PG_CLUSTER_ROOT/old.txt"
 describe mid >"$PG_CLUSTER_ROOT/mid.txt"
 describe fresh >"$PG_CLUSTER_ROOT/fresh.txt"
-check "1.0 -> 1.1 -> 1.2 -> 1.3 describes the same objects as a fresh 1.3 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
+check "1.0 -> 1.1 -> 1.2 -> 1.3 -> 1.4 describes the same objects as a fresh 1.4 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
 	diff "$PG_CLUSTER_ROOT/old.txt" "$PG_CLUSTER_ROOT/fresh.txt"
-check "1.1 -> 1.2 -> 1.3 describes the same objects as a fresh 1.3" \
+check "1.1 -> 1.2 -> 1.3 -> 1.4 describes the same objects as a fresh 1.4" \
 	diff "$PG_CLUSTER_ROOT/mid.txt" "$PG_CLUSTER_ROOT/fresh.txt"
 
 finish

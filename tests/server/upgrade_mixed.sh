@@ -111,7 +111,7 @@ wait_file "$work/o2.updated"
 check "ALTER EXTENSION UPDATE in a session that loaded the 1.2 library is refused" \
 	grep -q 'could not find function "lease_end_grant_writers"' "$work/o2.out"
 check "still at 1.2 after the refused update" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.2
-q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
+q "ALTER EXTENSION pg_lease UPDATE TO '1.3'" >/dev/null
 check "a new session updates to 1.3" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.3
 check "the update is recorded in lease_upgrades" test "$(q "SELECT count(*) FROM lease_upgrades WHERE version = '1.3'")" = 1
 
