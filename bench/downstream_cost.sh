@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# What a downstream fence (1.4) costs: a one-row INSERT transaction on a
+# table fenced by the floor of another database's lease (BEGIN and
+# SET LOCAL pg_lease.epoch in one query, the INSERT, COMMIT: three round
+# trips, as run_fenced sends them) against the same transaction on an
+# unfenced twin (the same SET LOCAL, the same row values), on one server
+# (fsync on, not preloaded: a downstream database need not preload).
+# Rounds alternate which side runs first; the figure is the median of the
+# per-round ratios.  Every run is checked to have written one row per
+# transaction; WAL bytes and MultiXacts per transaction are counted beside.
+#
+#   bench/downstream_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]   (5 s, 5, 16)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/pgbench_common.sh" "${1:-5}" "${2:-5}" "${@:3}"
+[ $# -gt 2 ] || clients=(16)
+pgbench_cluster_init downstream
+pg_cluster_start downstream
+
+epoch=4242
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
+SET client_min_messages = warning;
+CREATE EXTENSION pg_lease;
+CREATE TABLE fenced (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, epoch bigint);
+CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
+SELECT lease_fence('fenced', 'f', store => '7000000000000000000/store');
+SELECT lease_raise('7000000000000000000/store', 'f', $epoch);
+SQL
+cat >"$work/fenced.sql" <<SQL
+BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
+INSERT INTO fenced (payload) VALUES ('x');
+COMMIT;
+SQL
+cat >"$work/unfenced.sql" <<SQL
+BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
+INSERT INTO unfenced (payload, epoch) VALUES ('x', $epoch);
+COMMIT;
+SQL
+
+q() { psql -X -A -t -v ON_ERROR_STOP=1 -c "$1"; }
+next_multixact() { q "CHECKPOINT" >/dev/null; q "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
+
+# run TABLE CLIENTS: prints "tps wal_bytes_per_tx multixacts"
+run()
+{
+	local mx0 mx1 lsn0 lsn1 rows0 rows1 n tps
+	mx0=$(next_multixact)
+	rows0=$(q "SELECT count(*) FROM $1")
+	lsn0=$(q "SELECT pg_current_wal_lsn()")
+	"$pgbench" -n -c "$2" -j "$2" -T "$secs" -f "$work/$1.sql" >"$work/run.out" 2>&1 ||
+		{ cat "$work/run.out" >&2; return 1; }
+	lsn1=$(q "SELECT pg_current_wal_lsn()")
+	mx1=$(next_multixact)
+	rows1=$(q "SELECT count(*) FROM $1")
+	n=$(awk '/^number of transactions actually processed/ { split($0, a, ": "); split(a[2], b, "/"); print b[1] }' "$work/run.out")
+	tps=$(awk '/^tps = / { print $3; exit }' "$work/run.out")
+	[ "$((rows1 - rows0))" -eq "$n" ] || { echo "downstream_cost: $1: $n transactions but $((rows1 - rows0)) rows" >&2; return 1; }
+	[ "$(q "SELECT count(*) FROM fenced WHERE epoch <> $epoch")" = 0 ] || { echo "downstream_cost: a row without the token" >&2; return 1; }
+	echo "$tps $(q "SELECT round(pg_wal_lsn_diff('$lsn1', '$lsn0') / $n, 1)") $((mx1 - mx0))"
+}
+
+echo "| clients | round | unfenced tps | fenced tps | ratio | WAL B/tx unfenced / fenced | MultiXacts fenced |"
+echo "|---:|---:|---:|---:|---:|---:|---:|"
+for c in "${clients[@]}"; do
+	ratios=""
+	for r in $(seq "$rounds"); do
+		if [ $((r % 2)) = 1 ]; then
+			read -r tu wu mu <<<"$(run unfenced "$c")"
+			read -r tf wf mf <<<"$(run fenced "$c")"
+		else
+			read -r tf wf mf <<<"$(run fenced "$c")"
+			read -r tu wu mu <<<"$(run unfenced "$c")"
+		fi
+		x=$(ratio "$tf" "$tu")
+		ratios+=" $x"
+		echo "| $c | $r | $tu | $tf | ${x}x | $wu / $wf | $mf |"
+	done
+	echo "| $c | median | | | **$(echo "$ratios" | median)x** | | |"
+done
+echo "(pgbench, ${secs}s per run, fsync on, not preloaded; every run checked to have written its rows with the token)"
