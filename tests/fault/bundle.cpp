@@ -83,6 +83,16 @@ json to_json(const phase_bundle& b) {
     json& counters = j["counters"] = json::array();
     for (const auto& c : b.counters)
         counters.push_back({{"lease", c.lease}, {"worker", c.worker}, {"n", c.n}});
+    json& downstream = j["downstream_writes"] = json::array();
+    for (const auto& w : b.downstream_writes)
+        downstream.push_back({{"lease", w.lease},
+                              {"worker", w.worker},
+                              {"seq", w.seq},
+                              {"epoch", w.epoch},
+                              {"ord", w.ord}});
+    json& raises = j["raises"] = json::array();
+    for (const auto& r : b.raises)
+        raises.push_back({{"lease", r.lease}, {"epoch", r.epoch}, {"ord", r.ord}});
     j["history"] = b.history;
     return j;
 }
@@ -125,6 +135,14 @@ phase_bundle bundle_from_json(const json& j) {
     for (const auto& c : j.value("counters", json::array()))
         b.counters.push_back({c.at("lease").get<std::string>(), c.at("worker").get<std::string>(),
                               c.at("n").get<std::int64_t>()});
+    for (const auto& w : j.value("downstream_writes", json::array()))
+        b.downstream_writes.push_back(
+            {w.at("lease").get<std::string>(), w.at("worker").get<std::string>(), "",
+             w.at("seq").get<std::int64_t>(), w.at("epoch").get<std::int64_t>(),
+             w.value("ord", std::int64_t{-1})});
+    for (const auto& r : j.value("raises", json::array()))
+        b.raises.push_back({r.at("lease").get<std::string>(), r.at("epoch").get<std::int64_t>(),
+                            r.value("ord", std::int64_t{-1})});
     for (const auto& r : j.at("history"))
         b.history.push_back(r);
     return b;

@@ -71,6 +71,13 @@ struct db_counter {
     std::int64_t n = 0;
 };
 
+/// A raise of a downstream floor (the downstream phase), with its place in
+/// the downstream database's commit order.
+struct db_raise {
+    std::string lease;
+    std::int64_t epoch = 0, ord = 0;
+};
+
 struct phase_bundle {
     std::string phase;
     unsigned seed = 0;
@@ -86,6 +93,10 @@ struct phase_bundle {
     std::vector<db_write> writes;
     std::vector<db_scratch> scratch;
     std::vector<db_counter> counters;
+    /// The downstream phase: rows of dw_<lease> in the downstream database
+    /// (ord: their commit order there) and the raises of its floors.
+    std::vector<db_write> downstream_writes;
+    std::vector<db_raise> raises;
     std::vector<nlohmann::json> history;
 };
 

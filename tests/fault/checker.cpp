@@ -138,6 +138,7 @@ phase_report check_bundle(const phase_bundle& b) {
     check_context c{b};
     check_grants(c);
     check_writes(c);
+    check_downstream(c);
     check_beliefs(c);
     check_long_txns(c);
     check_liveness(c);

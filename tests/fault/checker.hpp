@@ -8,6 +8,8 @@
 ///    another identity, or the same one after its grant had ended), and
 ///    grants of a lease carry increasing epochs, in commit and in real time;
 ///  - I2: no fenced write commits when its epoch is not the grant of record;
+///  - I2d: in a downstream database, no write with a token below a floor
+///    commits after that floor's raise (the downstream phase);
 ///  - I3: acknowledged writes are present; refused, failed and rolled-back
 ///    work is absent, and a transaction's statements are all or nothing;
 ///  - I4: no two processes observe held() at one instant (what the client

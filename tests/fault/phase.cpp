@@ -3,6 +3,7 @@
 #include "phase.hpp"
 
 #include "common.hpp"
+#include "downstream.hpp"
 
 #include <pqxx/pqxx>
 
@@ -166,6 +167,10 @@ void phase::use_fleet_load() {
     m_write_interval_ms = 50;
 }
 
+void phase::add_downstream() {
+    m_downstream = setup_downstream(primary().conninfo(), m_leases);
+}
+
 void phase::use_pool() {
     m_pool = std::make_unique<bouncer>(m_dir, primary());
     m_pool->start();
@@ -192,6 +197,8 @@ int phase::spawn_worker(const std::string& lease, bool storm) {
                                   "--write-interval=" + std::to_string(m_write_interval_ms),
                                   std::string{"--storm="} + (storm ? "1" : "0"),
                                   "--seed=" + std::to_string(m_rng())};
+    if (!m_downstream.empty())
+        argv.push_back("--downstream=" + m_downstream);
     const int pid = spawn(argv, m_env, m_dir + "/" + label + ".log");
     m_procs.push_back({label, lease, hist, pid});
     return pid;
@@ -293,6 +300,8 @@ phase_bundle phase::finish(const phase_expectations& expect, const phase_floors&
             m_faults.push_back({m_name + "-resign", r["L"], r["t"], r["t"], "", "", false, 0});
     b.faults = m_faults;
     read_database(primary().conninfo(), b, m_leases);
+    if (!m_downstream.empty())
+        read_downstream(m_downstream, b, m_leases);
     save_bundle(b, m_s.root + "/" + m_name + ".history.json");
     std::size_t acked = 0;
     for (const auto& r : b.history)
@@ -300,8 +309,11 @@ phase_bundle phase::finish(const phase_expectations& expect, const phase_floors&
             ++acked;
     std::cout << "  " << m_name << ": " << m_procs.size() << " worker processes, "
               << b.history.size() << " records, " << b.events.size() << " lease events, "
-              << b.writes.size() << " fenced transactions committed (" << acked << " acknowledged)"
-              << std::endl;
+              << b.writes.size() << " fenced transactions committed (" << acked << " acknowledged)";
+    if (!m_downstream.empty())
+        std::cout << ", downstream " << b.downstream_writes.size() << " rows and "
+                  << b.raises.size() << " raises";
+    std::cout << std::endl;
     return b;
 }
 

@@ -47,6 +47,9 @@ public:
     /// Hundreds of workers on 2 cores: no LISTEN (candidates poll at the
     /// retry period), held() sampled every 10 ms, a write every 50 ms.
     void use_fleet_load();
+    /// A downstream database on the primary's cluster (downstream.hpp):
+    /// workers also write there, and raise its floors at each term.
+    void add_downstream();
 
     int spawn_worker(const std::string& lease, bool storm);
     /// Replaces the (killed) process @p pid by a fresh worker on its lease.
@@ -103,6 +106,7 @@ private:
     int m_next_label = 0;
     std::vector<fault_record> m_faults;
     std::string m_conninfo;
+    std::string m_downstream; ///< the downstream database's conninfo, or empty
     std::vector<std::string> m_env;
     bool m_listen = true;
     int m_sample_ms = 2, m_write_interval_ms = 20;

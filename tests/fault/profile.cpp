@@ -86,6 +86,7 @@ plan make_plan(const settings& s) {
     p.storm200_s = 180;
     p.pool_s = 60;
     p.failover_async = p.failover_sync = 10;
+    p.downstream = 10;
     return p;
 }
 
@@ -264,6 +265,39 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
                                    return hit;
                                });
                            }});
+    });
+
+    // A second database fenced by the lease's floor (1.4): the leader raises
+    // it at each term, every transaction also writes there (in flight
+    // across the whole store transaction), and paused, stalled and killed
+    // leaders are replaced. I2d is checked on the downstream table.
+    run("downstream", [&] {
+        phase ph{s, "downstream", rng};
+        ph.start_primary({"l0"}, false);
+        ph.add_downstream();
+        for (int i = 0; i < 3; ++i)
+            ph.spawn_worker("l0", false);
+        ph.wait_leader("l0", 15000);
+        static const double mult[] = {1, 2, 5};
+        until_effective(p.downstream, [&](int i) {
+            const bool hit = inject_pause(ph, "l0", mult[i % 3]);
+            settle(ttl * 2 + ph.uniform(0, 500));
+            return hit;
+        });
+        until_effective(p.downstream, [&](int i) {
+            const bool hit = inject_pause_in_txn(ph, "l0", i % 2 ? "busy" : "idle", 4);
+            settle(ttl * 2 + ph.uniform(0, 500));
+            return hit;
+        });
+        until_effective(p.downstream, [&](int) {
+            const bool hit = inject_kill(ph, "l0", false, "kill");
+            settle(ttl * 3 / 2 + ph.uniform(0, 500));
+            return hit;
+        });
+        settle(2 * ttl);
+        const int n = p.downstream;
+        return ph.finish({}, floors({{"pause", n}, {"pause-in-txn", n}, {"kill", n}}, n, 50, 2),
+                         {{"pause", n}, {"pause-in-txn", n}, {"kill", n}});
     });
 
     auto storm = [&](const std::string& name, int workers, int nleases, int seconds, bool pool,

@@ -172,6 +172,26 @@ void stall_p0(builder& h, bool committed) {
     h.b.floors.acked = 7;
 }
 
+/// The downstream phase: A's rows (epoch 1) and B's (epoch 2) in the
+/// downstream database, the floor raised to 1 and then to 2 (B's term),
+/// and A's first write after its pause refused there. @p late_a: one more
+/// row of A, committed after the raise to 2.
+void downstream(builder& h, bool late_a) {
+    h.b.raises.push_back({"l0", 1, 1});
+    for (std::int64_t s = 1; s <= 5; ++s)
+        h.b.downstream_writes.push_back({"l0", "p0", "", s, 1, 1 + s});
+    h.b.raises.push_back({"l0", 2, 20});
+    for (std::int64_t s = 1; s <= 3; ++s)
+        h.b.downstream_writes.push_back({"l0", "p1", "", s, 2, 20 + s});
+    for (auto& r : h.b.history)
+        if (r.value("op", "") == "write" && r.value("r", "") == "ref") {
+            r["d"] = true;
+            break;
+        }
+    if (late_a)
+        h.b.downstream_writes.push_back({"l0", "p0", "", 6, 1, 30});
+}
+
 struct test_case {
     std::string name;
     std::string expect; ///< the one invariant flagged; empty: clean
@@ -253,6 +273,16 @@ std::vector<test_case> cases() {
                                     {"x", "terminating connection due to administrator command"}});
          }},
         {"a planned fault that never hit", "floor", [](builder& h) { h.b.faults.clear(); }},
+        {"clean: downstream writes ordered by their floor's raises", "",
+         [](builder& h) { downstream(h, false); }},
+        {"downstream write of epoch 1 committed after the floor was raised to 2", "I2d",
+         [](builder& h) { downstream(h, true); }},
+        {"a downstream phase in which no stale write reached the floor", "floor",
+         [](builder& h) {
+             downstream(h, false);
+             for (auto& r : h.b.history)
+                 r.erase("d");
+         }},
         {"clean: a transaction stalled past its lease's takeover was ended", "",
          [](builder& h) { stall_p0(h, false); }},
         {"a transaction stalled past its lease's takeover committed", "I6",

@@ -115,6 +115,8 @@ worker_settings parse_worker_args(int argc, char** argv) {
             s.lease = v;
         else if (k == "conninfo")
             s.conninfo = v;
+        else if (k == "downstream")
+            s.downstream = v;
         else if (k == "history")
             s.history = v;
         else if (k == "ttl")

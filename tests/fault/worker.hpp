@@ -15,6 +15,9 @@ struct worker_settings {
     std::string label;    ///< process label, e.g. "p3"; identities are label.generation
     std::string lease;    ///< lease name; the fenced table is fw_<lease>
     std::string conninfo; ///< libpq connection string (loopback only)
+    /// A downstream database (the downstream phase): each transaction also
+    /// writes dw_<lease> there, fenced by the lease's floor; empty: none.
+    std::string downstream;
     std::string history;  ///< path of this worker's history file
     int ttl_ms = 1000;
     int renew_deadline_ms = 600;

@@ -141,11 +141,27 @@ void run_statements(pqxx::work& tx, const worker_settings& s, const txn_plan& p,
     }
 }
 
+/// The downstream phase: the transaction's row in the downstream database
+/// (dw_<lease>, fenced by the lease's floor there) is written first and
+/// committed last, around the whole store transaction, so a worker stopped
+/// anywhere in the store transaction (a pause, a stall hook) holds a
+/// downstream write in flight.
+template <typename StoreWork>
+void downstream_write(pqxx::connection& down, const pglease::fence_token& token,
+                      const worker_settings& s, std::int64_t seq, StoreWork&& store_work) {
+    pglease::run_fenced(down, token, [&](pqxx::work& tx) {
+        tx.exec_params("INSERT INTO dw_" + s.lease +
+                           " (lease, worker, seq, epoch) VALUES ($1, $2, $3, $4)",
+                       s.lease, s.label, seq, token.epoch);
+        store_work();
+    });
+}
+
 } // namespace
 
 void writer_loop(const worker_settings& s, history_file& h, worker_state& st, std::int64_t end) {
     std::mt19937 rng{s.seed ^ 0x9e3779b9U};
-    std::unique_ptr<pqxx::connection> conn;
+    std::unique_ptr<pqxx::connection> conn, down;
     std::int64_t seq = 0;
     while (!st.stop.load() && mono_ns() < end) {
         const std::int64_t e = st.epoch.load();
@@ -153,12 +169,16 @@ void writer_loop(const worker_settings& s, history_file& h, worker_state& st, st
             sleep_ms(5);
             continue;
         }
-        if (!conn) {
+        if (!conn || (!s.downstream.empty() && !down)) {
             try {
                 conn = std::make_unique<pqxx::connection>(
                     with_app_name(s.conninfo, s.label + "-write"));
+                if (!s.downstream.empty())
+                    down = std::make_unique<pqxx::connection>(
+                        with_app_name(s.downstream, s.label + "-down"));
             } catch (const std::exception&) {
                 conn.reset();
+                down.reset();
                 sleep_ms(50);
                 continue;
             }
@@ -183,14 +203,29 @@ void writer_loop(const worker_settings& s, history_file& h, worker_state& st, st
         json done{{"op", "write"}, {"t0", t0}, {"w", s.label},   {"L", s.lease},
                   {"e", e},        {"s", seq}, {"k", plan.ops()}};
         bool drop = false, refused = false;
+        bool store_refused = false;
         try {
-            pglease::run_fenced(*conn, pglease::fence_token{s.lease, e, {}}, [&](pqxx::work& tx) {
-                run_statements(tx, s, plan, seq, e, h, st);
-            });
+            const pglease::fence_token token{s.lease, e, {}};
+            auto store_work = [&] {
+                try {
+                    pglease::run_fenced(*conn, token, [&](pqxx::work& tx) {
+                        run_statements(tx, s, plan, seq, e, h, st);
+                    });
+                } catch (const pglease::fence_rejected&) {
+                    store_refused = true;
+                    throw;
+                }
+            };
+            if (down)
+                downstream_write(*down, token, s, seq, store_work);
+            else
+                store_work();
             done["r"] = "ok";
         } catch (const pglease::fence_rejected& ex) {
             done["r"] = "ref";
             done["x"] = ex.sqlstate();
+            if (down && !store_refused)
+                done["d"] = true; // refused by the downstream's floor
             refused = true;
         } catch (const pglease::commit_unknown& ex) {
             done["r"] = "unk";
@@ -231,8 +266,10 @@ void writer_loop(const worker_settings& s, history_file& h, worker_state& st, st
                           {"e", e}});
             }
         }
-        if (drop)
+        if (drop) {
             conn.reset();
+            down.reset();
+        }
         sleep_ms(s.write_interval_ms);
     }
 }

@@ -1,0 +1,83 @@
+/// @file downstream.cpp
+/// @brief The downstream phase's database (downstream.hpp).
+///
+/// Order of downstream writes and raises: a dw_<lease> row gets its place
+/// from a deferred constraint trigger at COMMIT (while the writer still
+/// holds its token's floor lock), a raise of lease_floor_rows likewise
+/// (while the raise holds the old floor's lock exclusively): between a
+/// write and a raise that conflict, the order is commit order.
+#include "downstream.hpp"
+
+#include "phase.hpp"
+
+#include <pqxx/pqxx>
+
+namespace fault {
+
+std::string setup_downstream(const std::string& store_conninfo,
+                             const std::vector<std::string>& leases) {
+    std::string store_id;
+    {
+        const auto store = patient_connection(store_conninfo);
+        pqxx::nontransaction tx{*store};
+        store_id = tx.exec1("SELECT lease_store_id()")[0].as<std::string>();
+        tx.exec(std::string{"CREATE DATABASE "} + downstream_dbname);
+    }
+    const std::string conninfo = store_conninfo + " dbname=" + downstream_dbname;
+    const auto conn = patient_connection(conninfo);
+    pqxx::nontransaction tx{*conn};
+    tx.exec("CREATE EXTENSION pg_lease");
+    tx.exec("CREATE SEQUENCE fault_order");
+    tx.exec("CREATE TABLE commit_order (tbl text, write_id bigint, "
+            "ord bigint NOT NULL DEFAULT nextval('fault_order'), PRIMARY KEY (tbl, write_id))");
+    tx.exec("CREATE TABLE raise_order (id bigserial PRIMARY KEY, name text NOT NULL, "
+            "epoch bigint NOT NULL, ord bigint NOT NULL DEFAULT nextval('fault_order'))");
+    tx.exec(R"(CREATE FUNCTION fault_commit_order() RETURNS trigger LANGUAGE plpgsql
+        SET search_path = public, pg_catalog AS $$
+        BEGIN
+            INSERT INTO public.commit_order (tbl, write_id) VALUES (TG_TABLE_NAME, NEW.id);
+            RETURN NULL;
+        END $$)");
+    tx.exec(R"(CREATE FUNCTION fault_raise_order() RETURNS trigger LANGUAGE plpgsql
+        SET search_path = public, pg_catalog AS $$
+        BEGIN
+            INSERT INTO public.raise_order (name, epoch) VALUES (NEW.name, NEW.epoch);
+            RETURN NULL;
+        END $$)");
+    tx.exec("CREATE CONSTRAINT TRIGGER fault_raise_order AFTER INSERT OR UPDATE ON "
+            "lease_floor_rows DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "
+            "fault_raise_order()");
+    for (const auto& l : leases) {
+        const std::string dw = "dw_" + l;
+        tx.exec("CREATE TABLE " + dw +
+                " (id bigserial PRIMARY KEY, lease text NOT NULL, worker text NOT NULL, "
+                "seq bigint NOT NULL, epoch bigint NOT NULL, UNIQUE (worker, seq))");
+        tx.exec("CREATE CONSTRAINT TRIGGER fault_commit_order AFTER INSERT ON " + dw +
+                " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "
+                "fault_commit_order()");
+        tx.exec("SELECT lease_fence(" + tx.quote(dw) + ", " + tx.quote(l) + ", store => " +
+                tx.quote(store_id) + ")");
+    }
+    return conninfo;
+}
+
+void read_downstream(const std::string& conninfo, phase_bundle& b,
+                     const std::vector<std::string>& leases) {
+    const auto conn = patient_connection(conninfo);
+    pqxx::read_transaction tx{*conn};
+    for (const auto& row : tx.exec("SELECT name, epoch, ord FROM raise_order ORDER BY ord"))
+        b.raises.push_back(
+            {row[0].as<std::string>(), row[1].as<std::int64_t>(), row[2].as<std::int64_t>()});
+    for (const auto& lease : leases) {
+        const std::string dw = "dw_" + lease;
+        for (const auto& row :
+             tx.exec("SELECT w.worker, w.seq, w.epoch, coalesce(c.ord, -1) FROM " + dw +
+                     " w LEFT JOIN commit_order c ON c.tbl = " + tx.quote(dw) +
+                     " AND c.write_id = w.id"))
+            b.downstream_writes.push_back({lease, row[0].as<std::string>(), "",
+                                           row[1].as<std::int64_t>(), row[2].as<std::int64_t>(),
+                                           row[3].as<std::int64_t>()});
+    }
+}
+
+} // namespace fault
