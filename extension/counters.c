@@ -49,36 +49,24 @@ typedef struct LeaseCounterShared
 static int	lease_max_counted_leases = 10000;
 static LeaseCounterShared *lease_counters = NULL;
 static HTAB *lease_counter_table = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static Size
+LeaseCountersStructSize(void)
+{
+	return sizeof(LeaseCounterShared);
+}
 
 static Size
-LeaseCountersShmemSize(void)
+LeaseCountersTableSize(void)
 {
-	return add_size(MAXALIGN(sizeof(LeaseCounterShared)),
-					hash_estimate_size(lease_max_counted_leases, sizeof(LeaseCounterEntry)));
+	return hash_estimate_size(lease_max_counted_leases, sizeof(LeaseCounterEntry));
 }
 
 static void
-LeaseCountersShmemRequest(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(LeaseCountersShmemSize());
-	RequestNamedLWLockTranche("pg_lease", 1);
-}
-
-static void
-LeaseCountersShmemStartup(void)
+LeaseCountersShmemInit(void *memory, bool found)
 {
 	HASHCTL		info;
-	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	lease_counters = ShmemInitStruct("pg_lease counters", sizeof(LeaseCounterShared), &found);
+	lease_counters = memory;
 	if (!found)
 	{
 		lease_counters->lock = &(GetNamedLWLockTranche("pg_lease"))->lock;
@@ -89,8 +77,12 @@ LeaseCountersShmemStartup(void)
 	lease_counter_table = ShmemInitHash("pg_lease counter table",
 										lease_max_counted_leases, lease_max_counted_leases,
 										&info, HASH_ELEM | HASH_BLOBS);
-	LWLockRelease(AddinShmemInitLock);
 }
+
+static const LeaseShmemPart lease_counters_part = {
+	"pg_lease counters", LeaseCountersStructSize, LeaseCountersTableSize, "pg_lease",
+	LeaseCountersShmemInit
+};
 
 /* From _PG_init: set up the counters when loaded at server start. */
 void
@@ -105,10 +97,7 @@ LeaseCountersInit(void)
 							10000, 16, 1000000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = LeaseCountersShmemRequest;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = LeaseCountersShmemStartup;
+	LeaseShmemRegister(&lease_counters_part);
 }
 
 static void

@@ -73,39 +73,47 @@ static bool kept_rows_stale = false;	/* a relcache invalidation came */
 static bool pending_any = false;
 static uint64 pending[LEASE_GRANT_SLOTS / 64];
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static void
-LeaseGrantCacheShmemRequest(void)
+static Size
+LeaseGrantCountersSize(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(sizeof(LeaseGrantCounters));
+	return sizeof(LeaseGrantCounters);
 }
 
 static void
-LeaseGrantCacheShmemStartup(void)
+LeaseGrantCountersInit(void *memory, bool found)
 {
-	bool		found;
 	int			i;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	grant_counters = ShmemInitStruct("pg_lease grant changes", sizeof(LeaseGrantCounters), &found);
+	grant_counters = memory;
 	if (!found)
 		for (i = 0; i < LEASE_GRANT_SLOTS; i++)
 			pg_atomic_init_u64(&grant_counters->changes[i], 0);
-	LWLockRelease(AddinShmemInitLock);
+}
+
+static const LeaseShmemPart grant_counters_part = {
+	"pg_lease grant changes", LeaseGrantCountersSize, NULL, NULL, LeaseGrantCountersInit
+};
+
+/*
+ * A lease name's hash: hash_bytes of the name, which is also what the kept
+ * rows' table (HASH_STRINGS) computes for it, so one hash serves both.
+ */
+static uint32
+LeaseGrantHash(const char *name, size_t len)
+{
+	return hash_bytes((const unsigned char *) name, (int) len);
+}
+
+static uint32
+LeaseGrantSlotOf(uint32 hash)
+{
+	return hash_combine(hash, MyDatabaseId) & (LEASE_GRANT_SLOTS - 1);
 }
 
 static uint32
 LeaseGrantSlot(const char *name, size_t len)
 {
-	uint32		hash = hash_bytes((const unsigned char *) name, (int) len);
-
-	return hash_combine(hash, MyDatabaseId) & (LEASE_GRANT_SLOTS - 1);
+	return LeaseGrantSlotOf(LeaseGrantHash(name, len));
 }
 
 static void
@@ -156,10 +164,7 @@ LeaseGrantCacheInit(void)
 	CacheRegisterRelcacheCallback(LeaseGrantCacheRelcacheCallback, (Datum) 0);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = LeaseGrantCacheShmemRequest;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = LeaseGrantCacheShmemStartup;
+	LeaseShmemRegister(&grant_counters_part);
 }
 
 /*
@@ -226,16 +231,17 @@ bool
 LeaseGrantCacheLookup(const char *name, int64 epoch, LeaseRowState *state)
 {
 	LeaseKeptRow *kept;
+	uint32		hash;
 
 	if (grant_counters == NULL || pending_any || RecoveryInProgress())
 		return false;
 	AcceptInvalidationMessages();
-	kept = hash_search(LeaseKeptRows(), name, HASH_FIND, NULL);
+	hash = LeaseGrantHash(name, strlen(name));
+	kept = hash_search_with_hash_value(LeaseKeptRows(), name, hash, HASH_FIND, NULL);
 	if (kept == NULL || kept->state.epoch != epoch)
 		return false;
 	pg_memory_barrier();
-	if (pg_atomic_read_u64(&grant_counters->changes[LeaseGrantSlot(name, strlen(name))]) !=
-		kept->changes)
+	if (pg_atomic_read_u64(&grant_counters->changes[LeaseGrantSlotOf(hash)]) != kept->changes)
 		return false;
 	*state = kept->state;
 	return true;

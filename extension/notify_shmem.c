@@ -21,9 +21,6 @@ static int	lease_notify_queue_size = 1024;
 
 LeaseNotifyShared *lease_notify = NULL;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
 static Size
 LeaseNotifyShmemSize(void)
 {
@@ -32,32 +29,20 @@ LeaseNotifyShmemSize(void)
 }
 
 static void
-LeaseNotifyShmemRequest(void)
+LeaseNotifyShmemSetup(void *memory, bool found)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(LeaseNotifyShmemSize());
-	RequestNamedLWLockTranche("pg_lease notify", 1);
-}
-
-static void
-LeaseNotifyShmemStartup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	lease_notify = ShmemInitStruct("pg_lease notify queue", LeaseNotifyShmemSize(), &found);
+	lease_notify = memory;
 	if (!found)
 	{
 		memset(lease_notify, 0, LeaseNotifyShmemSize());
 		lease_notify->lock = &(GetNamedLWLockTranche("pg_lease notify"))->lock;
 		lease_notify->size = lease_notify_queue_size;
 	}
-	LWLockRelease(AddinShmemInitLock);
 }
+
+static const LeaseShmemPart notify_queue_part = {
+	"pg_lease notify queue", LeaseNotifyShmemSize, NULL, "pg_lease notify", LeaseNotifyShmemSetup
+};
 
 /*
  * What entry still needs.  Resolves its sender first: one that committed
@@ -113,8 +98,5 @@ LeaseNotifyShmemInit(void)
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = LeaseNotifyShmemRequest;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = LeaseNotifyShmemStartup;
+	LeaseShmemRegister(&notify_queue_part);
 }

@@ -152,6 +152,18 @@ extern void LeaseFenceLockShare(const char *name, int64 epoch);
 extern bool lease_preloaded;
 extern bool LeaseFenceRowLockNeeded(void);
 
+/* shmem.c: the parts of pg_lease in shared memory (when preloaded) */
+typedef struct LeaseShmemPart
+{
+	const char *name;			/* of its ShmemInitStruct */
+	Size		(*size) (void);
+	Size		(*extra) (void);	/* more, for what init allocates; or NULL */
+	const char *tranche;		/* a named LWLock tranche of one lock, or NULL */
+	void		(*init) (void *memory, bool found); /* under AddinShmemInitLock */
+} LeaseShmemPart;
+
+extern void LeaseShmemRegister(const LeaseShmemPart *part);
+
 /* counters.c: per-lease counters in shared memory (when preloaded) */
 typedef enum LeaseCounterKind
 {
