@@ -90,6 +90,9 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
                     "Until a server first answers, retry with backoff for up to this long "
                     "(default 60s; 0s: exit 1 at the first failure)")
         ->check(duration_check);
+    run->add_option("--downstream", pc.run.downstreams,
+                    "A database (connection string) whose tables this lease fences by its "
+                    "floor; raised before CMD starts (repeatable)");
     run->add_option("command", run_positional, "CMD ARGS... (after --)");
     run->footer(
         "\nCMD runs in its own process group with PGLEASE_NAME, PGLEASE_EPOCH,\n"
@@ -102,7 +105,11 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         "the group. Otherwise pglease releases the lease and exits with CMD's\n"
         "status (128+N when signal N killed it). A holder asked by a verified\n"
         "`run --take-over` (same role or a superuser) stops CMD the same way,\n"
-        "hands the lease to the requester and exits 0.\n\n"
+        "hands the lease to the requester and exits 0. With --downstream, the\n"
+        "lease's floor is raised in each of those databases before CMD starts;\n"
+        "if one cannot be raised before the lease's local deadline, the lease is\n"
+        "released and pglease waits a retry period and tries again (with\n"
+        "--no-wait: exits 1).\n\n"
         "Example (cron): pglease run --lease nightly-report --no-wait -- /usr/local/bin/report\n");
 
     // status, watch

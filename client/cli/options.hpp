@@ -35,6 +35,9 @@ struct run_args {
     /// server first answers (no server, or none accepting writes, as during
     /// a failover); 0 = give up at the first failure. Default 60s.
     std::chrono::milliseconds connect_timeout{60000};
+    /// --downstream (repeatable): databases whose tables the lease fences
+    /// by its floor (extension 1.4); raised before the job starts.
+    std::vector<std::string> downstreams;
     run_timing timing;
     std::optional<http_endpoint> http; ///< --http: serve /healthz and /metrics
     std::vector<std::string> command;

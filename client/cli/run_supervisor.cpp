@@ -303,8 +303,23 @@ int supervisor::run() {
         info(m_g, "serving /healthz and /metrics on http://" + m_a.http->host + ":" +
                       std::to_string(m_http->port()));
     }
-    if (const int rc = acquire_phase(); rc != exit_ok)
-        return rc;
+    for (;;) {
+        if (const int rc = acquire_phase(); rc != exit_ok)
+            return rc;
+        const std::string why = raise_downstreams();
+        if (why.empty())
+            break;
+        // No job before the old leader is shut out of every downstream.
+        std::cerr << "pglease: lease \"" << m_a.lease << "\" epoch " << m_lease.epoch() << ": "
+                  << why << "; the job does not start" << std::endl;
+        release_lease(false);
+        if (m_a.no_wait)
+            return exit_error;
+        const run_signals::interrupts_backend interruptible{m_db};
+        (void)m_db.wait_for_change(m_a.lease, steady::now() + m_a.timing.retry);
+        if (const int sig = run_signals::shutdown_signal(); sig != 0)
+            return 128 + sig;
+    }
     info(m_g, "acquired lease \"" + m_a.lease + "\" as " + m_lease.identity() + ", epoch " +
                   std::to_string(m_lease.epoch()) + " (ttl " + format_duration(m_a.timing.ttl) +
                   "); running: " + quote_command(m_a.command));

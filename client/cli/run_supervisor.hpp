@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace pglease::cli {
 
@@ -53,6 +54,9 @@ private:
     static pglease::lease_options lease_options_for(const run_args& a);
 
     int acquire_phase();
+    /// Raises the floor in every --downstream database (run_downstream.cpp);
+    /// what failed, or empty.
+    [[nodiscard]] std::string raise_downstreams();
     int start_job();
     int supervise();
     void renew_loop() noexcept;
@@ -72,6 +76,8 @@ private:
     const run_args& m_a;
     pglease::pq_backend m_db;
     pglease::lease m_lease;
+    std::vector<std::unique_ptr<pglease::pq_backend>> m_downstreams; ///< made on first use
+    std::string m_store_id; ///< lease_store_id() of the lease's database, once read
 
     pid_t m_child = -1;
     int m_child_status = 0;

@@ -57,4 +57,13 @@ std::optional<std::int64_t> backend::handover(const std::string& name, const std
     throw error{"lease_handover: not supported by this backend (lease \"" + name + "\")"};
 }
 
+std::string backend::store_id() {
+    throw error{"lease_store_id: not supported by this backend"};
+}
+
+bool backend::raise(const std::string&, const std::string& name, std::int64_t,
+                    clock::time_point) {
+    throw error{"lease_raise: not supported by this backend (lease \"" + name + "\")"};
+}
+
 } // namespace pglease

@@ -12,10 +12,13 @@ namespace {
 constexpr std::chrono::milliseconds min_gap{1};
 } // namespace
 
-election::election(backend& db, const elector_config& config, const clock& clk, std::uint64_t seed)
+election::election(backend& db, const elector_config& config, const clock& clk, std::uint64_t seed,
+                   std::vector<backend*> downstreams)
     : m_config{config}
     , m_clock{clk}
+    , m_db{db}
     , m_lease{db, config.lease_name, config.to_lease_options(), clk}
+    , m_downstreams{std::move(downstreams)}
     , m_rng{seed}
     , m_next{clk.now()} {
     m_lease.set_schema(config.connection.schema);
@@ -101,6 +104,12 @@ std::vector<election_event> election::step() {
     //    (new epoch), extends when it is still ours, or names the holder.
     try {
         if (m_lease.acquire()) {
+            // 5a. Downstream floors first: no work before the old leader is
+            //     shut out of every database the work writes to.
+            if (const std::string why = raise_downstreams(); !why.empty()) {
+                refuse_term(events, why);
+                return events;
+            }
             m_leading.store(true);
             election_event e;
             e.what = election_event::kind::started_leading;
@@ -121,6 +130,45 @@ std::vector<election_event> election::step() {
         m_next = m_clock.now() + jittered_retry();
     }
     return events;
+}
+
+std::string election::raise_downstreams() {
+    const auto deadline = m_lease.deadline();
+    for (std::size_t i = 0; i < m_downstreams.size(); ++i) {
+        const std::string which = "downstream " + std::to_string(i + 1) + " of " +
+                                  std::to_string(m_downstreams.size());
+        if (m_clock.now() >= deadline)
+            return which + ": the grant's local deadline passed before its floor was raised";
+        try {
+            if (m_store_id.empty())
+                m_store_id = m_db.store_id();
+            if (!m_downstreams[i]->raise(m_store_id, m_config.lease_name, m_lease.epoch(),
+                                         deadline))
+                return which + ": its floor is already above epoch " +
+                       std::to_string(m_lease.epoch());
+        } catch (const error& e) {
+            return which + ": " + e.what();
+        }
+    }
+    if (!m_downstreams.empty() && m_clock.now() >= deadline)
+        return "the grant's local deadline passed while its downstream floors were raised";
+    return {};
+}
+
+void election::refuse_term(std::vector<election_event>& events, const std::string& why) {
+    const std::int64_t epoch = m_lease.epoch();
+    try {
+        (void)m_lease.release();
+    } catch (const error&) {
+        // Unreachable server: the grant simply expires on its own.
+    }
+    m_lease.mark_lost();
+    election_event e;
+    e.what = election_event::kind::term_refused;
+    e.epoch = epoch;
+    e.why = why;
+    events.push_back(std::move(e));
+    m_next = m_clock.now() + jittered_retry();
 }
 
 std::vector<election_event> election::resign(bool release) {

@@ -8,16 +8,45 @@
 #include "timing_rules.hpp"
 
 #include <algorithm>
+#include <random>
 
 namespace pglease {
 elector::elector(elector_config config)
     : elector{std::move(config), nullptr, system_clock()} {}
 
+namespace {
+
+std::vector<std::unique_ptr<backend>> pq_backends(const std::vector<connection_options>& opts) {
+    std::vector<std::unique_ptr<backend>> out;
+    out.reserve(opts.size());
+    for (const auto& o : opts)
+        out.push_back(std::make_unique<pq_backend>(o));
+    return out;
+}
+
+std::vector<backend*> pointers(const std::vector<std::unique_ptr<backend>>& backends) {
+    std::vector<backend*> out;
+    out.reserve(backends.size());
+    for (const auto& b : backends)
+        out.push_back(b.get());
+    return out;
+}
+
+} // namespace
+
 elector::elector(elector_config config, std::unique_ptr<backend> db, const clock& clk)
+    : elector{config, std::move(db), clk, pq_backends(config.downstreams)} {}
+
+elector::elector(elector_config config, std::unique_ptr<backend> db, const clock& clk,
+                 std::vector<std::unique_ptr<backend>> downstreams)
     : m_config{detail::validated(std::move(config))}
     , m_clock{clk}
     , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_config.connection)}
-    , m_election{*m_db, m_config, m_clock} {}
+    , m_downstreams{std::move(downstreams)}
+    , m_election{*m_db, m_config, m_clock, std::random_device{}(), pointers(m_downstreams)} {
+    if (m_downstreams.size() != m_config.downstreams.size())
+        throw config_error{"elector: one backend per downstream is needed"};
+}
 
 void elector::start() {
     const std::lock_guard lock{m_mutex};
@@ -117,6 +146,15 @@ void elector::dispatch(const std::vector<election_event>& events) {
             break;
         case election_event::kind::stopped_leading:
             end_term();
+            break;
+        case election_event::kind::term_refused:
+            if (m_config.callbacks.on_term_refused) {
+                try {
+                    m_config.callbacks.on_term_refused(e.epoch, e.why);
+                } catch (...) {
+                    // Observers' failures are theirs.
+                }
+            }
             break;
         case election_event::kind::new_leader:
             if (m_config.callbacks.on_new_leader) {

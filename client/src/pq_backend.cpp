@@ -122,6 +122,18 @@ pq_backend::renew(const std::string& name, const std::string& holder, std::int64
     });
 }
 
+std::string pq_backend::store_id() {
+    return call("lease_store_id", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&] { return m_session->exec1(m_sql->store_id)[0].as<std::string>(); });
+}
+
+bool pq_backend::raise(const std::string& store, const std::string& name, std::int64_t epoch,
+                       clock::time_point deadline) {
+    return call("lease_raise", bounded(deadline, m_options.acquire_timeout), [&] {
+        return m_session->exec1(m_sql->raise, store, name, epoch)[0].as<bool>();
+    });
+}
+
 bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {
     return call("lease_release", bounded(clock::time_point::max(), m_options.call_timeout), [&] {
         return m_session->exec1(m_sql->release, name, holder, epoch)[0].as<bool>();

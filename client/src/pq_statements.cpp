@@ -64,6 +64,8 @@ pq_statements::pq_statements(const std::string& schema)
                    "(t.n, $2, $3::interval) AS r ORDER BY t.i"}
     , release_many{"SELECT " + qualified_name(schema, "lease_release") +
                    "(t.n, $2, t.e) FROM unnest($1::text[], $3::bigint[]) "
-                   "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i"} {}
+                   "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i"}
+    , store_id{"SELECT " + qualified_name(schema, "lease_store_id") + "()"}
+    , raise{"SELECT " + qualified_name(schema, "lease_raise") + "($1, $2, $3)"} {}
 
 } // namespace pglease::detail

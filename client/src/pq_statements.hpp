@@ -34,6 +34,8 @@ struct pq_statements {
     statement renew_many;
     statement acquire_many;
     statement release_many;
+    statement store_id;
+    statement raise;
 };
 
 } // namespace pglease::detail

@@ -74,6 +74,8 @@ char code(const election_event& e) {
         return 'S';
     case election_event::kind::new_leader:
         return 'N';
+    case election_event::kind::term_refused:
+        return 'X';
     case election_event::kind::stopped_leading:
         switch (e.reason) {
         case step_down_reason::lost:

@@ -145,6 +145,22 @@ public:
     /// @p until: the documented degradation without events).
     virtual bool wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept;
 
+    // --- downstream fences (extension 1.4) ---------------------------------
+
+    /// lease_store_id(): this database's identity as a lease store, which
+    /// downstream databases name the lease's floor by. Default: throws
+    /// error (not supported).
+    virtual std::string store_id();
+
+    /// lease_raise(store, name, epoch) in this (downstream) database: raises
+    /// the floor of (store, name) to @p epoch once the open fenced
+    /// transactions of lower tokens there ended. True when the floor is now
+    /// @p epoch, false when it was already higher. May wait up to the
+    /// server's pg_lease.takeover_timeout (plus ending them): bounded like
+    /// acquire(), and by @p deadline. Default: throws error (not supported).
+    virtual bool raise(const std::string& store, const std::string& name, std::int64_t epoch,
+                       clock::time_point deadline);
+
 protected:
     backend(backend&&) = default;
     backend& operator=(backend&&) = default;

@@ -26,10 +26,13 @@ enum class step_down_reason {
 
 /// Something the owner of an election must act on.
 struct election_event {
-    enum class kind { started_leading, stopped_leading, new_leader };
+    /// term_refused: a grant that did not become a term (a downstream floor
+    /// could not be raised in time); the lease was released.
+    enum class kind { started_leading, stopped_leading, new_leader, term_refused };
     kind what = kind::new_leader;
-    std::int64_t epoch = 0;                           ///< started/stopped: the term's epoch
+    std::int64_t epoch = 0;                           ///< started/stopped/refused: the epoch
     std::string identity;                             ///< new_leader: who leads now
+    std::string why;                                  ///< term_refused: what failed
     step_down_reason reason = step_down_reason::lost; ///< stopped_leading only
 };
 
@@ -44,8 +47,11 @@ public:
     /// @p config must be valid (see elector_config::validate()); it is copied.
     /// @p db and
     /// @p clk must outlive this object. @p seed seeds the retry jitter.
+    /// @p downstreams: the backends of config.downstreams, in order (they
+    /// must outlive this object too); their floors are raised before a
+    /// term starts.
     election(backend& db, const elector_config& config, const clock& clk,
-             std::uint64_t seed = std::random_device{}());
+             std::uint64_t seed = std::random_device{}(), std::vector<backend*> downstreams = {});
 
     /// Does what is due: renew (leader) or try to acquire (follower).
     std::vector<election_event> step();
@@ -72,12 +78,19 @@ public:
 
 private:
     void end_term(std::vector<election_event>& events, step_down_reason why);
+    /// Raises the floor of every downstream to the new grant's epoch;
+    /// what failed, or empty.
+    [[nodiscard]] std::string raise_downstreams();
+    void refuse_term(std::vector<election_event>& events, const std::string& why);
     void observe(std::vector<election_event>& events, const std::string& holder);
     [[nodiscard]] clock::duration jittered_retry();
 
     elector_config m_config;
     const clock& m_clock;
+    backend& m_db;
     lease m_lease;
+    std::vector<backend*> m_downstreams;
+    std::string m_store_id; ///< lease_store_id() of the lease's database, once read
     std::mt19937_64 m_rng;
     std::atomic<bool> m_leading{false};
     clock::time_point m_next;

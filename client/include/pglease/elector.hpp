@@ -78,6 +78,11 @@ public:
     /// be the one @p db measures its waits with.
     elector(elector_config config, std::unique_ptr<backend> db, const clock& clk = system_clock());
 
+    /// The same with injected backends for config.downstreams (tests), one
+    /// per entry, in order.
+    elector(elector_config config, std::unique_ptr<backend> db, const clock& clk,
+            std::vector<std::unique_ptr<backend>> downstreams);
+
     elector(const elector&) = delete;
     elector& operator=(const elector&) = delete;
     elector(elector&&) = delete;
@@ -197,6 +202,7 @@ private:
     elector_config m_config;
     const clock& m_clock;
     std::unique_ptr<backend> m_db;
+    std::vector<std::unique_ptr<backend>> m_downstreams; ///< config.downstreams'
     election m_election;
     mutable std::mutex m_mutex; ///< guards m_source
     std::optional<stop_source> m_source;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pglease {
 
@@ -38,6 +39,13 @@ struct elector_callbacks {
     /// Optional. Called when the elector learns of a new leader identity
     /// (its own included), on the elector's thread.
     std::function<void(const std::string& identity)> on_new_leader;
+
+    /// Optional. Called when a grant did not become a term because the
+    /// floor of a downstream database (elector_config::downstreams) could
+    /// not be raised before the local deadline: with the grant's epoch and
+    /// what failed. The lease was released; the elector campaigns again
+    /// after a retry period. On the elector's thread.
+    std::function<void(std::int64_t epoch, const std::string& why)> on_term_refused;
 };
 
 /// Settings of an elector. Every field documents its default; validate()
@@ -100,6 +108,23 @@ struct elector_config {
     /// above the server's takeover_timeout) is kept as it is. A leader's
     /// renew is also bounded by the renew deadline. Default: PG* environment.
     connection_options connection;
+
+    /// Downstream databases (extension 1.4 installed there) whose tables
+    /// are fenced by this lease: lease_fence(tbl, lease, store =>
+    /// lease_store_id() of the lease's database). At the start of every
+    /// term, before on_started_leading, the elector raises the lease's
+    /// floor in each (lease_raise, one round trip each, on a connection of
+    /// its own per downstream), within the grant's local deadline; a raise
+    /// waits there for the old leader's open transactions (at most the
+    /// server's pg_lease.takeover_timeout, then ends them). If one cannot be
+    /// raised in time, the term does not start: the lease is released at
+    /// once, on_term_refused reports it, and the elector campaigns again
+    /// after a retry period. Work whose downstream floors were not raised
+    /// would write there unfenced against a paused old leader; releasing
+    /// lets a candidate that can reach them lead instead. The role needs
+    /// EXECUTE on lease_raise in each. Each raise is also bounded by the
+    /// downstream's acquire_timeout. Default: none.
+    std::vector<connection_options> downstreams;
 
     /// The callbacks; on_started_leading and on_stopped_leading are required.
     elector_callbacks callbacks;

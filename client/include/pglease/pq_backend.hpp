@@ -83,6 +83,11 @@ public:
                                    clock::time_point deadline) override;
     std::vector<lease_record> list(const std::string& prefix) override;
     bool wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept override;
+    std::string store_id() override;
+    /// Bounded by acquire_timeout (it may wait for a downstream's old
+    /// writers, as a takeover does) and @p deadline.
+    bool raise(const std::string& store, const std::string& name, std::int64_t epoch,
+               clock::time_point deadline) override;
 
     /// Connects now if not connected (throws connection_lost on failure).
     void connect();
