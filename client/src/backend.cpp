@@ -61,8 +61,7 @@ std::string backend::store_id() {
     throw error{"lease_store_id: not supported by this backend"};
 }
 
-bool backend::raise(const std::string&, const std::string& name, std::int64_t,
-                    clock::time_point) {
+bool backend::raise(const std::string&, const std::string& name, std::int64_t, clock::time_point) {
     throw error{"lease_raise: not supported by this backend (lease \"" + name + "\")"};
 }
 

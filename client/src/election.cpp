@@ -135,8 +135,8 @@ std::vector<election_event> election::step() {
 std::string election::raise_downstreams() {
     const auto deadline = m_lease.deadline();
     for (std::size_t i = 0; i < m_downstreams.size(); ++i) {
-        const std::string which = "downstream " + std::to_string(i + 1) + " of " +
-                                  std::to_string(m_downstreams.size());
+        const std::string which =
+            "downstream " + std::to_string(i + 1) + " of " + std::to_string(m_downstreams.size());
         if (m_clock.now() >= deadline)
             return which + ": the grant's local deadline passed before its floor was raised";
         try {

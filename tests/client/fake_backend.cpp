@@ -114,6 +114,10 @@ bool fake_backend::wait_for_change(const std::string& name, clock::time_point un
     return false;
 }
 
+std::string fake_backend::store_id() {
+    return call([] { return std::string{"fake-store"}; });
+}
+
 void fake_backend::interrupt() noexcept {
     m_interrupted.store(true);
     m_inner->interrupt();
