@@ -315,10 +315,14 @@ int supervisor::run() {
         release_lease(false);
         if (m_a.no_wait)
             return exit_error;
+        // A whole retry period, not until the next NOTIFY (our own release
+        // sends one): a downstream that stays down must not spin grants.
         const run_signals::interrupts_backend interruptible{m_db};
-        (void)m_db.wait_for_change(m_a.lease, steady::now() + m_a.timing.retry);
-        if (const int sig = run_signals::shutdown_signal(); sig != 0)
-            return 128 + sig;
+        for (const auto again = steady::now() + m_a.timing.retry; steady::now() < again;) {
+            if (const int sig = run_signals::shutdown_signal(); sig != 0)
+                return 128 + sig;
+            (void)m_db.wait_for_change(m_a.lease, again);
+        }
     }
     info(m_g, "acquired lease \"" + m_a.lease + "\" as " + m_lease.identity() + ", epoch " +
                   std::to_string(m_lease.epoch()) + " (ttl " + format_duration(m_a.timing.ttl) +

@@ -100,6 +100,11 @@ std::vector<election_event> election::step() {
         return events;
     }
 
+    // 4a. A term was just refused (a downstream could not be raised): wait
+    //     out the retry period, whatever woke us.
+    if (now < m_refused_until)
+        return events;
+
     // 5. Follower: one acquire. It grants when the lease is free or expired
     //    (new epoch), extends when it is still ours, or names the holder.
     try {
@@ -169,6 +174,7 @@ void election::refuse_term(std::vector<election_event>& events, const std::strin
     e.why = why;
     events.push_back(std::move(e));
     m_next = m_clock.now() + jittered_retry();
+    m_refused_until = m_next;
 }
 
 std::vector<election_event> election::resign(bool release) {

@@ -147,10 +147,15 @@ TEST(election_downstream, an_unreachable_downstream_refuses_the_term_and_release
     const auto rec = f.record();
     ASSERT_TRUE(rec.has_value());
     EXPECT_FALSE(rec->valid);
-    // Campaigns again after a retry period; with the downstream back, leads.
+    // Campaigns again after a retry period, not sooner: a step woken early
+    // (the release's own NOTIFY) acquires nothing.
     EXPECT_EQ(f.e.next_step() - f.clk.now(), 2s);
+    const int acquires = f.mine.acquires();
+    f.clk.advance(1s);
+    EXPECT_TRUE(f.e.step().empty());
+    EXPECT_EQ(f.mine.acquires(), acquires);
     f.second.fail = false;
-    f.clk.advance(2s);
+    f.clk.advance(1s);
     const auto again = f.e.step();
     ASSERT_TRUE(has(again, election_event::kind::started_leading));
     EXPECT_EQ(f.second.floors["fake-store/jobs"], f.e.current().epoch());

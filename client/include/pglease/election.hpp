@@ -91,6 +91,9 @@ private:
     lease m_lease;
     std::vector<backend*> m_downstreams;
     std::string m_store_id; ///< lease_store_id() of the lease's database, once read
+    /// After a refused term, no acquire before this (a NOTIFY, such as the
+    /// refusal's own release, must not make a candidate spin grants).
+    clock::time_point m_refused_until{};
     std::mt19937_64 m_rng;
     std::atomic<bool> m_leading{false};
     clock::time_point m_next;

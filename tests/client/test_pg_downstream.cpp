@@ -1,0 +1,222 @@
+// Downstream fences (extension 1.4) against two real clusters, the lease
+// store and a downstream database (tests/client/downstream.sh starts both
+// and names them in PGLEASE_STORE and PGLEASE_DOWNSTREAM): the elector
+// raises the lease's floor downstream before on_started_leading; the old
+// leader's transaction in flight there is ended and its later writes are
+// refused (LS001), while run_fenced() on a downstream connection works
+// unchanged for the new leader; an unreachable downstream refuses the term
+// and the lease is released.
+#include <pglease/pglease.hpp>
+#include <pqxx/pqxx>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    if (v == nullptr)
+        throw std::runtime_error{std::string{name} + " is not set: run tests/client/downstream.sh"};
+    return v;
+}
+
+std::string unique(const char* prefix) {
+    return std::string{prefix} + "_" + std::to_string(::getpid()) + "_" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::string store_id() {
+    pqxx::connection c{env("PGLEASE_STORE")};
+    pqxx::nontransaction tx{c};
+    return tx.exec1("SELECT lease_store_id()")[0].as<std::string>();
+}
+
+/// A table in the downstream database fenced by @p lease of the store.
+void make_downstream_table(const std::string& table, const std::string& lease) {
+    pqxx::connection c{env("PGLEASE_DOWNSTREAM")};
+    pqxx::nontransaction tx{c};
+    tx.exec("CREATE TABLE " + table + " (id int, epoch bigint)");
+    tx.exec("SELECT lease_fence(" + tx.quote(table) + ", " + tx.quote(lease) + ", store => " +
+            tx.quote(store_id()) + ")");
+}
+
+std::int64_t floor_of(const std::string& lease) {
+    pqxx::connection c{env("PGLEASE_DOWNSTREAM")};
+    pqxx::nontransaction tx{c};
+    const auto r = tx.exec_params("SELECT epoch FROM lease_floors WHERE store = $1 AND name = $2",
+                                  store_id(), lease);
+    return r.empty() ? 0 : r[0][0].as<std::int64_t>();
+}
+
+/// Waits up to @p timeout for @p pred, checking every 10 ms.
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= end)
+            return false;
+        std::this_thread::sleep_for(10ms);
+    }
+    return true;
+}
+
+pglease::elector_config config_for(const std::string& lease, const std::string& downstream) {
+    pglease::elector_config c;
+    c.lease_name = lease;
+    c.ttl = 4s;
+    c.renew_deadline = 2500ms;
+    c.retry_period = 300ms;
+    c.connection.conninfo = env("PGLEASE_STORE");
+    pglease::connection_options d;
+    d.conninfo = downstream;
+    c.downstreams.push_back(d);
+    return c;
+}
+
+TEST(Downstream, ElectorRaisesTheFloorBeforeTheTermStarts) {
+    const std::string lease = unique("ds_raise");
+    std::atomic<std::int64_t> epoch{0}, floor_at_start{-1};
+    auto cfg = config_for(lease, env("PGLEASE_DOWNSTREAM"));
+    cfg.callbacks.on_started_leading = [&](std::int64_t e, const pglease::stop_token&) {
+        floor_at_start = floor_of(lease); // what the downstream says as the work starts
+        epoch = e;
+    };
+    cfg.callbacks.on_stopped_leading = [] {};
+    pglease::elector el{cfg};
+    el.start();
+    ASSERT_TRUE(eventually([&] { return epoch.load() != 0; }, 10s));
+    EXPECT_EQ(floor_at_start.load(), epoch.load());
+    el.stop();
+}
+
+TEST(Downstream, PausedLeaderIsRefusedDownstreamOnceTheNewTermStarted) {
+    const std::string lease = unique("ds_paused"), table = unique("ds_paused_t");
+    make_downstream_table(table, lease);
+
+    // The old leader: a 1 s grant, one write downstream, then a transaction
+    // in flight there when it pauses.
+    pglease::connection_options store_opts;
+    store_opts.conninfo = env("PGLEASE_STORE");
+    pglease::pq_backend old_db{store_opts};
+    pglease::lease_options opts;
+    opts.identity = "old-leader";
+    opts.ttl = 1s;
+    pglease::lease old{old_db, lease, opts};
+    ASSERT_TRUE(old.acquire());
+    const pglease::fence_token old_token{lease, old.epoch(), {}};
+    pqxx::connection old_conn{env("PGLEASE_DOWNSTREAM")};
+    pglease::run_fenced(old_conn, old_token, [&](pqxx::work& tx) {
+        tx.exec("INSERT INTO " + table + " VALUES (1, NULL)");
+    });
+    std::atomic<bool> in_flight_committed{false}, in_flight_open{false};
+    std::thread paused{[&] {
+        try {
+            pqxx::connection c{env("PGLEASE_DOWNSTREAM")};
+            pglease::run_fenced(c, old_token, [&](pqxx::work& tx) {
+                tx.exec("INSERT INTO " + table + " VALUES (2, NULL)");
+                in_flight_open = true;
+                tx.exec("SELECT pg_sleep(8)"); // paused mid-transaction
+            });
+            in_flight_committed = true;
+        } catch (const std::exception&) {
+        }
+    }};
+    ASSERT_TRUE(eventually([&] { return in_flight_open.load(); }, 5s));
+    std::this_thread::sleep_for(1200ms); // the old grant expires meanwhile
+
+    // The new leader: its term starts only after the floor was raised,
+    // which waits for the transaction in flight (takeover_timeout), then ends it.
+    std::atomic<std::int64_t> new_epoch{0};
+    auto cfg = config_for(lease, env("PGLEASE_DOWNSTREAM"));
+    cfg.callbacks.on_started_leading = [&](std::int64_t e, const pglease::stop_token&) {
+        new_epoch = e;
+    };
+    cfg.callbacks.on_stopped_leading = [] {};
+    pglease::elector el{cfg};
+    el.start();
+    ASSERT_TRUE(eventually([&] { return new_epoch.load() != 0; }, 15s));
+    paused.join();
+    EXPECT_FALSE(in_flight_committed.load());
+
+    // The old leader wakes up and writes: refused downstream.
+    try {
+        pglease::run_fenced(old_conn, old_token, [&](pqxx::work& tx) {
+            tx.exec("INSERT INTO " + table + " VALUES (3, NULL)");
+        });
+        ADD_FAILURE() << "the paused leader's write passed the downstream fence";
+    } catch (const pglease::fence_rejected& e) {
+        EXPECT_TRUE(e.stale_epoch()) << e.what();
+    }
+    // run_fenced works unchanged for the new leader against the downstream.
+    pqxx::connection new_conn{env("PGLEASE_DOWNSTREAM")};
+    pglease::run_fenced(
+        new_conn, pglease::fence_token{lease, new_epoch.load(), {}},
+        [&](pqxx::work& tx) { tx.exec("INSERT INTO " + table + " VALUES (4, NULL)"); });
+    pqxx::nontransaction look{new_conn};
+    EXPECT_EQ(look.exec("SELECT string_agg(id::text, ',' ORDER BY id) FROM " + table)[0][0]
+                  .as<std::string>(),
+              "1,4");
+    el.stop();
+}
+
+TEST(Downstream, AnUnreachableDownstreamRefusesTheTermAndReleases) {
+    const std::string lease = unique("ds_unreachable");
+    std::mutex m;
+    std::condition_variable cv;
+    std::int64_t refused_epoch = 0;
+    std::string why;
+    std::atomic<int> started{0};
+    auto cfg = config_for(lease, "host=127.0.0.1 port=1 connect_timeout=2");
+    cfg.callbacks.on_started_leading = [&](std::int64_t, const pglease::stop_token&) { ++started; };
+    cfg.callbacks.on_stopped_leading = [] {};
+    cfg.callbacks.on_term_refused = [&](std::int64_t e, const std::string& w) {
+        const std::lock_guard lock{m};
+        if (refused_epoch == 0) {
+            refused_epoch = e;
+            why = w;
+        }
+        cv.notify_all();
+    };
+    pglease::elector el{cfg};
+    const auto t0 = std::chrono::steady_clock::now();
+    el.start();
+    {
+        std::unique_lock lock{m};
+        ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return refused_epoch != 0; }));
+    }
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_LT(took, 4s) << "bounded by the grant's local deadline (ttl 4 s)";
+    EXPECT_NE(why.find("downstream 1 of 1"), std::string::npos) << why;
+    EXPECT_EQ(started.load(), 0);
+    // The grant was released at once, not left to expire.
+    pqxx::connection c{env("PGLEASE_STORE")};
+    pqxx::nontransaction tx{c};
+    EXPECT_EQ(tx.exec_params("SELECT count(*) FROM lease_events WHERE name = $1 AND epoch = $2 "
+                             "AND event = 'released'",
+                             lease, refused_epoch)[0][0]
+                  .as<int>(),
+              1);
+    // It campaigns again every retry period (300 ms), not at every NOTIFY
+    // of its own release: over 1.5 s, a handful of grants, not thousands.
+    std::this_thread::sleep_for(1500ms);
+    el.stop();
+    EXPECT_EQ(started.load(), 0);
+    const int grants = tx.exec_params("SELECT count(*) FROM lease_events WHERE name = $1 AND "
+                                      "event = 'acquired'",
+                                      lease)[0][0]
+                           .as<int>();
+    EXPECT_GE(grants, 2);
+    EXPECT_LE(grants, 10);
+}
+
+} // namespace
