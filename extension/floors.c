@@ -196,14 +196,14 @@ FloorWrite(const LeaseFloorKey *key, int64 old, int64 epoch)
 	values[3] = Int64GetDatum(old);
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	/* as the RI triggers do: not restricted, so triggers on the floors run */
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_lease: SPI_connect failed");
 	/* the newest row, also under REPEATABLE READ, as the fence reads it */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	rc = SPI_execute_snapshot(LeaseGetPlan(old > 0 ? LEASE_PLAN_FLOOR_UPDATE : LEASE_PLAN_FLOOR_INSERT),
-							  values, NULL, snapshot, InvalidSnapshot, false, false, 0);
+							  values, NULL, snapshot, InvalidSnapshot, false, true, 0);
 	UnregisterSnapshot(snapshot);
 	if (rc != (old > 0 ? SPI_OK_UPDATE : SPI_OK_INSERT))
 		elog(ERROR, "pg_lease: writing a floor failed: %s", SPI_result_code_string(rc));

@@ -139,6 +139,20 @@ RESET search_path;
 SELECT count(*) AS shadow_rows FROM regress_ds_evil.lease_floor_rows;
 SELECT epoch FROM lease_floors WHERE store = 'store "A"/db''s';
 
+-- triggers on the floors fire as on any table (here: an audit of raises at
+-- COMMIT), for lease_raise and for a raise through a write
+CREATE TABLE ds_raise_log (name text, epoch bigint);
+CREATE FUNCTION ds_log_raise() RETURNS trigger LANGUAGE plpgsql
+	AS $$ BEGIN INSERT INTO public.ds_raise_log VALUES (NEW.name, NEW.epoch); RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER ds_log AFTER INSERT OR UPDATE ON lease_floor_rows
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ds_log_raise();
+SELECT lease_raise('store C', 'audit', 3);
+INSERT INTO ds_jobs VALUES (11, 'raised with a trigger', 700);
+SELECT name, epoch FROM ds_raise_log ORDER BY epoch;
+DROP TRIGGER ds_log ON lease_floor_rows;
+DROP TABLE ds_raise_log;
+DROP FUNCTION ds_log_raise();
+
 -- a local lease of the same name is apart from the floor
 SELECT epoch AS local_epoch FROM lease_acquire('sched', 'me', '1h') \gset
 CREATE TABLE local_jobs (id int, epoch bigint);

@@ -94,6 +94,7 @@ public:
         return m_inner.wait_for_change(name, until);
     }
     void interrupt() noexcept override { m_inner.interrupt(); }
+    std::string store_id() override { return m_inner.store_id(); }
 
 private:
     pglease::pq_backend m_inner;

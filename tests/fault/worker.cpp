@@ -174,6 +174,14 @@ int run_worker(const worker_settings& s) {
         cfg.connection.application_name = s.label + "-renew";
         cfg.connection.call_timeout = std::chrono::milliseconds{s.retry_ms};
         cfg.connection.listen = s.listen;
+        if (!s.downstream.empty()) {
+            // The downstream phase: its floor is raised before each term.
+            pglease::connection_options down;
+            down.conninfo = s.downstream;
+            down.application_name = s.label + "-raise";
+            down.call_timeout = std::chrono::milliseconds{s.retry_ms};
+            cfg.downstreams.push_back(down);
+        }
         const std::string identity = cfg.identity;
         cfg.callbacks.on_started_leading =
             [&h, &st, &s, identity](std::int64_t epoch, const pglease::stop_token& stop) {
