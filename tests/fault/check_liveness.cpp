@@ -29,12 +29,20 @@ struct term {
 
 std::map<std::string, std::vector<term>> terms_per_lease(const check_context& c) {
     std::map<std::pair<std::string, std::int64_t>, term> terms;
+    // A grant whose term was refused (a downstream floor could not be
+    // raised) led nothing: the lease stays leaderless through it.
+    std::set<std::pair<std::string, std::int64_t>> refused;
+    for (const auto& r : c.b.history)
+        if (op_of(r) == "refused")
+            refused.emplace(r.value("L", ""), r.value("e", std::int64_t{0}));
     for (const auto& r : c.b.history) {
         const std::string op = op_of(r), res = res_of(r);
         if (!r.contains("t") || !r.contains("t0") || !r.contains("e"))
             continue;
         const std::int64_t t = r["t"], e = r["e"];
         const auto key = std::make_pair(r.value("L", ""), e);
+        if (refused.count(key) != 0)
+            continue;
         if (op == "acq" && res == "ok") {
             auto [it, fresh] = terms.try_emplace(key, term{r["w"], e, t, t + c.ttl});
             it->second.granted = std::min(it->second.granted, t);

@@ -27,6 +27,11 @@ std::string setup_downstream(const std::string& store_conninfo,
     const auto conn = patient_connection(conninfo);
     pqxx::nontransaction tx{*conn};
     tx.exec("CREATE EXTENSION pg_lease");
+    // A raise must end a stalled old writer there within the new grant's
+    // local deadline (ttl 1 s - margin 100 ms): the rule of
+    // elector_config::downstreams, takeover_timeout < ttl - margin.
+    tx.exec(std::string{"ALTER DATABASE "} + downstream_dbname +
+            " SET pg_lease.takeover_timeout = '300ms'");
     tx.exec("CREATE SEQUENCE fault_order");
     tx.exec("CREATE TABLE commit_order (tbl text, write_id bigint, "
             "ord bigint NOT NULL DEFAULT nextval('fault_order'), PRIMARY KEY (tbl, write_id))");

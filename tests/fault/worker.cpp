@@ -200,6 +200,15 @@ int run_worker(const worker_settings& s) {
                           {"L", s.lease},
                           {"e", epoch}});
             };
+        cfg.callbacks.on_term_refused = [&h, &s, identity](std::int64_t epoch,
+                                                           const std::string& why) {
+            h.append({{"op", "refused"},
+                      {"t", mono_ns()},
+                      {"w", identity},
+                      {"L", s.lease},
+                      {"e", epoch},
+                      {"x", why}});
+        };
         cfg.callbacks.on_stopped_leading = [&h, &s, identity] {
             h.append({{"op", "stop"},
                       {"t", mono_ns()},
