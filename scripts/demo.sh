@@ -7,8 +7,10 @@
 #   1. one of them leads and writes with its epoch;
 #   2. the leader is paused with SIGSTOP past its ttl; a follower takes over
 #      with a larger epoch;
-#   3. the paused leader wakes: its write is refused by the database (LS001)
-#      and pglease stops it (exit 76);
+#   3. the paused leader wakes: its write is refused by the database (LS001),
+#      and its write to a second database (`reports`, fenced by the same
+#      lease's floor, raised by the new leader before its job started) too;
+#      pglease stops it (exit 76);
 #   4. the new leader is killed with SIGKILL: the failover time is printed;
 #   5. a graceful stop releases the lease: the hand-over time is printed;
 #   6. a timeline of who led when with which epoch, and the table's rows
@@ -117,13 +119,17 @@ wait_for()
 new_holder() { local h; h=$(holder); [ -n "$h" ] && [ "$h" != "$1" ]; }
 
 # The job every worker runs under `pglease run`: append a row every 200 ms
-# with plain psql. pglease puts `-c pg_lease.epoch=<epoch>` in PGOPTIONS, so
-# the fence trigger stamps each row with the worker's epoch, and refuses it
-# once that epoch is not the current, unexpired grant. Refusals go to a log.
+# with plain psql, to the ledger and to its copy in a second database.
+# pglease puts `-c pg_lease.epoch=<epoch>` in PGOPTIONS, so the fence
+# trigger stamps each row with the worker's epoch, and refuses it once that
+# epoch is not the current, unexpired grant (in `reports`: once it is below
+# the floor the next leader raised there). Refusals go to logs.
 JOB='echo $$ > "$DIR/$PGLEASE_HOLDER.pgid"
 while :; do
 	psql -X -q -v ON_ERROR_STOP=1 -v VERBOSITY=verbose \
 		-c "INSERT INTO ledger (worker) VALUES ('"'"'$PGLEASE_HOLDER'"'"')" 2>>"$DIR/$PGLEASE_HOLDER.refused" >/dev/null || true
+	psql -X -q -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -d reports \
+		-c "INSERT INTO ledger_copy (worker) VALUES ('"'"'$PGLEASE_HOLDER'"'"')" 2>>"$DIR/$PGLEASE_HOLDER.refused-reports" >/dev/null || true
 	sleep 0.2
 done'
 
@@ -133,7 +139,7 @@ start_worker()
 {
 	[ -n "${HTTP_PORT[$1]:-}" ] || HTTP_PORT[$1]=$(pg_free_port)
 	DIR=$DIR "$PGLEASE" run --lease "$LEASE" --ttl "$TTL" --kill-after 500ms --identity "$1" \
-		--http "127.0.0.1:${HTTP_PORT[$1]}" -- sh -c "$JOB" >>"$DIR/$1.out" 2>>"$DIR/$1.err" &
+		--downstream "dbname=reports" --http "127.0.0.1:${HTTP_PORT[$1]}" -- sh -c "$JOB" >>"$DIR/$1.out" 2>>"$DIR/$1.err" &
 	PID[$1]=$!
 }
 
@@ -153,6 +159,13 @@ psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_lease" \
 	-c "CREATE TABLE ledger (id bigserial PRIMARY KEY, worker text, epoch bigint, at timestamptz DEFAULT clock_timestamp())"
 "$PGLEASE" fence ledger --lease "$LEASE" 2>&1 | sed 's/^/   /'
 note "every INSERT into ledger must carry the current epoch of lease '$LEASE', or it is refused"
+psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE reports"
+STORE=$(value "SELECT lease_store_id()")
+psql -X -q -v ON_ERROR_STOP=1 -d reports -c "CREATE EXTENSION pg_lease" \
+	-c "CREATE TABLE ledger_copy (id bigserial PRIMARY KEY, worker text, epoch bigint, at timestamptz DEFAULT clock_timestamp())" \
+	-c "SELECT lease_fence('ledger_copy', '$LEASE', store => '$STORE')" >/dev/null
+note "a second database, reports: ledger_copy is fenced by the floor of '$LEASE' of store $STORE"
+note "(every worker runs with --downstream dbname=reports: a new leader raises that floor before its job starts)"
 
 say "Three workers start the same job under: pglease run --lease $LEASE --ttl $TTL -- sh -c '<append rows with psql>'"
 for w in worker-a worker-b worker-c; do
@@ -196,6 +209,10 @@ kill -CONT -"$PGID1"
 wait_for 10 grep -q "LS001" "$DIR/$L1.refused" || fail "the stale write was not refused with LS001"
 grep -E "^(ERROR|DETAIL)" "$DIR/$L1.refused" | head -2 | sed "s/^/   $red/; s/\$/$off/"
 good "refused by the database itself: SQLSTATE LS001, nothing written"
+wait_for 10 grep -q "LS001" "$DIR/$L1.refused-reports" || fail "the stale write to reports was not refused with LS001"
+grep -E "^(ERROR|DETAIL)" "$DIR/$L1.refused-reports" | head -2 | sed "s/^/   $red/; s/\$/$off/"
+psql -X -q -P footer=off -d reports -c "SELECT store, name, epoch AS floor FROM lease_floors" | sed 's/^/   (reports) /'
+good "and in the second database: below the floor $L2 raised there before its job started (LS001)"
 kill -CONT "${PID[$L1]}"
 rc=0
 wait "${PID[$L1]}" || rc=$?
@@ -262,6 +279,8 @@ table "SELECT l.worker, l.epoch, count(*) AS rows,
 	to_char(max(l.at) - (SELECT min(time) FROM lease_events WHERE name = '$LEASE'), 'SS.MS') || ' s' AS last
 	FROM ledger l GROUP BY 1, 2 ORDER BY min(l.at)"
 refused=$(grep -c "LS00[12]" "$DIR"/*.refused 2>/dev/null | awk -F: '{ s += $2 } END { print s + 0 }')
+copy_stale=$(psql -X -q -A -t -d reports -c "SELECT count(*) FROM ledger_copy c WHERE c.epoch < (SELECT max(epoch) FROM ledger_copy d WHERE d.at < c.at)")
+[ "$copy_stale" = 0 ] || fail "$copy_stale rows in reports were written with an epoch below one written before them"
 
 wrong=$(value "SELECT count(*) FROM ledger l WHERE NOT EXISTS (SELECT 1 FROM lease_events g
 	WHERE g.name = '$LEASE' AND g.event IN ('acquired', 'takeover') AND g.epoch = l.epoch AND g.holder = l.worker)")
