@@ -37,26 +37,13 @@ INSERT INTO unfenced (payload, epoch) VALUES ('x', $epoch);
 COMMIT;
 SQL
 
-q() { psql -X -A -t -v ON_ERROR_STOP=1 -c "$1"; }
-next_multixact() { q "CHECKPOINT" >/dev/null; q "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
-
-# run TABLE CLIENTS: prints "tps wal_bytes_per_tx multixacts"
+# run TABLE CLIENTS: "tps wal_bytes_per_tx multixacts", every row carrying the token
 run()
 {
-	local mx0 mx1 lsn0 lsn1 rows0 rows1 n tps
-	mx0=$(next_multixact)
-	rows0=$(q "SELECT count(*) FROM $1")
-	lsn0=$(q "SELECT pg_current_wal_lsn()")
-	"$pgbench" -n -c "$2" -j "$2" -T "$secs" -f "$work/$1.sql" >"$work/run.out" 2>&1 ||
-		{ cat "$work/run.out" >&2; return 1; }
-	lsn1=$(q "SELECT pg_current_wal_lsn()")
-	mx1=$(next_multixact)
-	rows1=$(q "SELECT count(*) FROM $1")
-	n=$(awk '/^number of transactions actually processed/ { split($0, a, ": "); split(a[2], b, "/"); print b[1] }' "$work/run.out")
-	tps=$(awk '/^tps = / { print $3; exit }' "$work/run.out")
-	[ "$((rows1 - rows0))" -eq "$n" ] || { echo "downstream_cost: $1: $n transactions but $((rows1 - rows0)) rows" >&2; return 1; }
+	local n tps bytes mx
+	read -r n tps bytes mx <<<"$(pgbench_run "$1" "$2")"
 	[ "$(q "SELECT count(*) FROM fenced WHERE epoch <> $epoch")" = 0 ] || { echo "downstream_cost: a row without the token" >&2; return 1; }
-	echo "$tps $(q "SELECT round(pg_wal_lsn_diff('$lsn1', '$lsn0') / $n, 1)") $((mx1 - mx0))"
+	echo "$tps $(awk -v b="$bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') $mx"
 }
 
 echo "| clients | round | unfenced tps | fenced tps | ratio | WAL B/tx unfenced / fenced | MultiXacts fenced |"

@@ -34,33 +34,12 @@ INSERT INTO unfenced (payload, epoch) VALUES ('x', $epoch);
 COMMIT;
 SQL
 
-q() { psql -X -A -t -v ON_ERROR_STOP=1 -c "$1"; }
-next_multixact() { q "CHECKPOINT" >/dev/null; q "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
-
-# measure TABLE CLIENTS: prints "transactions wal_bytes multixacts"
-measure()
-{
-	local mx0 mx1 lsn0 lsn1 rows0 rows1 n
-	mx0=$(next_multixact)
-	rows0=$(q "SELECT count(*) FROM $1")
-	lsn0=$(q "SELECT pg_current_wal_lsn()")
-	"$pgbench" -n -c "$2" -j "$2" -T "$secs" -f "$work/$1.sql" >"$work/run.out" 2>&1 ||
-		{ cat "$work/run.out" >&2; return 1; }
-	lsn1=$(q "SELECT pg_current_wal_lsn()")
-	mx1=$(next_multixact)
-	rows1=$(q "SELECT count(*) FROM $1")
-	n=$(awk '/^number of transactions actually processed/ { split($0, a, ": "); split(a[2], b, "/"); print b[1] }' "$work/run.out")
-	# checked to have done the work: one row per transaction, no failure
-	[ "$((rows1 - rows0))" -eq "$n" ] || { echo "fence_cost: $1: $n transactions but $((rows1 - rows0)) rows" >&2; return 1; }
-	echo "$n $(q "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')::bigint") $((mx1 - mx0))"
-}
-
 echo "| clients | transaction | transactions | WAL bytes / tx | MultiXacts / tx |"
 echo "|---:|---|---:|---:|---:|"
 declare -A wal
 for c in "${clients[@]}"; do
 	for t in unfenced fenced; do
-		read -r n bytes mx <<<"$(measure "$t" "$c")"
+		read -r n _ bytes mx <<<"$(pgbench_run "$t" "$c")"
 		wal[$t]=$(awk -v b="$bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }')
 		echo "| $c | $t | $n | ${wal[$t]} | $(awk -v m="$mx" -v n="$n" 'BEGIN { printf "%.3f", m / n }') |"
 	done

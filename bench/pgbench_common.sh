@@ -24,3 +24,26 @@ CONF
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+q() { psql -X -A -t -v ON_ERROR_STOP=1 -c "$1"; }
+next_multixact() { q "CHECKPOINT" >/dev/null; q "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
+
+# pgbench_run TABLE CLIENTS: runs $work/TABLE.sql for $secs seconds; prints
+# "transactions tps wal_bytes multixacts", checked to have done the work
+# (one new row of TABLE per transaction, no failure).
+pgbench_run()
+{
+	local mx0 mx1 lsn0 lsn1 rows0 rows1 n tps
+	mx0=$(next_multixact)
+	rows0=$(q "SELECT count(*) FROM $1")
+	lsn0=$(q "SELECT pg_current_wal_lsn()")
+	"$pgbench" -n -c "$2" -j "$2" -T "$secs" -f "$work/$1.sql" >"$work/run.out" 2>&1 ||
+		{ cat "$work/run.out" >&2; return 1; }
+	lsn1=$(q "SELECT pg_current_wal_lsn()")
+	mx1=$(next_multixact)
+	rows1=$(q "SELECT count(*) FROM $1")
+	n=$(awk '/^number of transactions actually processed/ { split($0, a, ": "); split(a[2], b, "/"); print b[1] }' "$work/run.out")
+	tps=$(awk '/^tps = / { print $3; exit }' "$work/run.out")
+	[ "$((rows1 - rows0))" -eq "$n" ] || { echo "pgbench_run: $1: $n transactions but $((rows1 - rows0)) rows" >&2; return 1; }
+	echo "$n $tps $(q "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')::bigint") $((mx1 - mx0))"
+}

@@ -119,6 +119,7 @@ $fence$;
 COMMENT ON FUNCTION @extschema@.lease_fence(regclass, text, name, text) IS
 	'put a table under a lease''s fence: writes must carry the lease''s current epoch (store NULL), or at least the floor of a lease of another database';
 
--- A 1.3 library still loaded in an older session refuses writes to a
--- downstream-fenced table (its trigger takes two arguments): it fails closed.
-INSERT INTO @extschema@.lease_upgrades VALUES ('1.4', pg_catalog.clock_timestamp());
+-- Nothing is recorded in lease_upgrades: 1.4 needs no compatibility period
+-- (a 1.3 library still loaded in an older session refuses writes to a
+-- downstream-fenced table, whose trigger takes three arguments: it fails
+-- closed), and CREATE EXTENSION runs this script after pg_lease--1.3.sql.

@@ -32,17 +32,9 @@ std::string setup_downstream(const std::string& store_conninfo,
     // elector_config::downstreams, takeover_timeout < ttl - margin.
     tx.exec(std::string{"ALTER DATABASE "} + downstream_dbname +
             " SET pg_lease.takeover_timeout = '300ms'");
-    tx.exec("CREATE SEQUENCE fault_order");
-    tx.exec("CREATE TABLE commit_order (tbl text, write_id bigint, "
-            "ord bigint NOT NULL DEFAULT nextval('fault_order'), PRIMARY KEY (tbl, write_id))");
+    create_commit_order(tx);
     tx.exec("CREATE TABLE raise_order (id bigserial PRIMARY KEY, name text NOT NULL, "
             "epoch bigint NOT NULL, ord bigint NOT NULL DEFAULT nextval('fault_order'))");
-    tx.exec(R"(CREATE FUNCTION fault_commit_order() RETURNS trigger LANGUAGE plpgsql
-        SET search_path = public, pg_catalog AS $$
-        BEGIN
-            INSERT INTO public.commit_order (tbl, write_id) VALUES (TG_TABLE_NAME, NEW.id);
-            RETURN NULL;
-        END $$)");
     tx.exec(R"(CREATE FUNCTION fault_raise_order() RETURNS trigger LANGUAGE plpgsql
         SET search_path = public, pg_catalog AS $$
         BEGIN
@@ -56,7 +48,8 @@ std::string setup_downstream(const std::string& store_conninfo,
         const std::string dw = "dw_" + l;
         tx.exec("CREATE TABLE " + dw +
                 " (id bigserial PRIMARY KEY, lease text NOT NULL, worker text NOT NULL, "
-                "seq bigint NOT NULL, epoch bigint NOT NULL, UNIQUE (worker, seq))");
+                "seq bigint NOT NULL, epoch bigint NOT NULL, slow boolean NOT NULL DEFAULT false, "
+                "UNIQUE (worker, seq))");
         tx.exec("CREATE CONSTRAINT TRIGGER fault_commit_order AFTER INSERT ON " + dw +
                 " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "
                 "fault_commit_order()");

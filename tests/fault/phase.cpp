@@ -74,14 +74,14 @@ namespace {
 /// diagnosis only (e.g. "log_connections = on;log_disconnections = on").
 std::vector<std::string> base_conf() {
     std::vector<std::string> conf{"listen_addresses = '127.0.0.1'",
-            "fsync = off",
-            "max_connections = 320",
-            "shared_buffers = '32MB'",
-            "wal_level = replica",
-            "max_wal_senders = 10",
-            "wal_keep_size = '256MB'",
-            "log_min_messages = warning",
-            "log_line_prefix = '%m [%p] %a '"};
+                                  "fsync = off",
+                                  "max_connections = 320",
+                                  "shared_buffers = '32MB'",
+                                  "wal_level = replica",
+                                  "max_wal_senders = 10",
+                                  "wal_keep_size = '256MB'",
+                                  "log_min_messages = warning",
+                                  "log_line_prefix = '%m [%p] %a '"};
     if (const char* extra = std::getenv("PGLEASE_FAULT_SERVER_CONF")) {
         std::stringstream lines{extra};
         std::string line;
@@ -108,15 +108,10 @@ void phase::start_primary(const std::vector<std::string>& leases, bool faketime,
                  " user=postgres dbname=postgres";
 }
 
-void phase::setup_schema() {
-    const auto conn = patient_connection(primary().conninfo());
-    pqxx::nontransaction tx{*conn};
-    tx.exec("CREATE EXTENSION pg_lease");
+void create_commit_order(pqxx::transaction_base& tx) {
     tx.exec("CREATE SEQUENCE fault_order");
     tx.exec("CREATE TABLE commit_order (tbl text, write_id bigint, "
             "ord bigint NOT NULL DEFAULT nextval('fault_order'), PRIMARY KEY (tbl, write_id))");
-    tx.exec("CREATE TABLE grant_order (event_id bigint PRIMARY KEY, "
-            "ord bigint NOT NULL DEFAULT nextval('fault_order'))");
     tx.exec(R"(CREATE FUNCTION fault_commit_order() RETURNS trigger LANGUAGE plpgsql
         SET search_path = public, pg_catalog AS $$
         BEGIN
@@ -124,6 +119,15 @@ void phase::setup_schema() {
             INSERT INTO public.commit_order (tbl, write_id) VALUES (TG_TABLE_NAME, NEW.id);
             RETURN NULL;
         END $$)");
+}
+
+void phase::setup_schema() {
+    const auto conn = patient_connection(primary().conninfo());
+    pqxx::nontransaction tx{*conn};
+    tx.exec("CREATE EXTENSION pg_lease");
+    create_commit_order(tx);
+    tx.exec("CREATE TABLE grant_order (event_id bigint PRIMARY KEY, "
+            "ord bigint NOT NULL DEFAULT nextval('fault_order'))");
     tx.exec(R"(CREATE FUNCTION fault_grant_order() RETURNS trigger LANGUAGE plpgsql
         SET search_path = public, pg_catalog AS $$
         BEGIN

@@ -121,6 +121,12 @@ void settle(int ms);
 /// up on after one connect_timeout.
 std::unique_ptr<pqxx::connection> patient_connection(const std::string& conninfo);
 
+/// The commit order of fenced rows: sequence fault_order, table
+/// commit_order and the trigger function fault_commit_order(), which a
+/// deferred constraint trigger on a table of rows (id, slow) calls at COMMIT
+/// (a slow row waits 20 ms there: a window at COMMIT).
+void create_commit_order(pqxx::transaction_base& tx);
+
 /// Reads lease_events (+ grant_order), fw_/fs_/fc_<lease> (+ commit_order).
 void read_database(const std::string& conninfo, phase_bundle& b,
                    const std::vector<std::string>& leases);

@@ -28,7 +28,7 @@ for p in libpglease-dev pglease postgresql-15-pg-lease; do
 	check "$p is installed" installed "$p"
 done
 check "the extension is where PostgreSQL looks" \
-	test -f "$(pg_config --pkglibdir)/pg_lease.so" -a -f "$(pg_config --sharedir)/extension/pg_lease--1.4.sql"
+	test -f "$(pg_config --pkglibdir)/pg_lease.so" -a -f "$(pg_config --sharedir)/extension/pg_lease--1.3--1.4.sql"
 check "headers, CMake package and pkg-config file are installed" \
 	test -f /usr/include/pglease/pglease.hpp -a -f /usr/lib/cmake/pglease/pgleaseConfig.cmake -a -f /usr/lib/pkgconfig/pglease.pc
 check "the command is on PATH" test "$(command -v pglease)" = /usr/bin/pglease

@@ -70,7 +70,7 @@ check "1.3: lease_writers shows a fenced transaction" \
 q "CREATE TABLE up_copies (id int, epoch bigint)" >/dev/null
 q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
 check "updated to 1.4 (the default)" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.4
-check "1.4: the update is recorded" test "$(q "SELECT count(*) FROM lease_upgrades WHERE version = '1.4'")" = 1
+check "1.4 needs no compatibility period: nothing recorded" test "$(q "SELECT count(*) FROM lease_upgrades WHERE version = '1.4'")" = 0
 check "1.4: the old fence keeps its two arguments and still guards its table" \
 	grep -q LS001 <<<"$(psql -X -q -v VERBOSITY=verbose -c "BEGIN; SELECT lease_use('up', $epoch); INSERT INTO up_jobs VALUES (3); COMMIT;" 2>&1 || true)"
 q "SELECT lease_fence('up_copies', 'job', store => 'other/db')" >/dev/null
