@@ -99,10 +99,19 @@ typedef enum LeaseNotifyState
 	LEASE_NOTIFY_READY			/* committed, and nobody sends it */
 } LeaseNotifyState;
 
-/* notify_queue.c */
+/* notify_xact.c */
 extern int	lease_notify_mode;
 extern void LeaseNotifyInit(void);
+
+/* notify_queue.c */
 extern void LeaseNotify(const char *name, const char *payload);
+
+/* notify_queue.c, for notify_xact.c: this transaction's payloads */
+extern bool LeaseNotifyPreCommit(void);
+extern bool LeaseNotifyPending(void);
+extern void LeaseNotifyPendingReset(void);
+extern void LeaseNotifyPendingSubAbort(SubTransactionId subid);
+extern void LeaseNotifyPendingSubCommit(SubTransactionId subid, SubTransactionId parent);
 
 /* notify_shmem.c */
 extern void LeaseNotifyShmemInit(void);

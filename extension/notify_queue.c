@@ -2,7 +2,9 @@
  *
  * notify_queue.c
  *	  The commit path of NOTIFY pg_lease: at once, or through a queue in
- *	  shared memory when pg_lease is in shared_preload_libraries.
+ *	  shared memory when pg_lease is in shared_preload_libraries.  This
+ *	  file keeps a transaction's payloads and fills the queue (or sends
+ *	  them itself); notify_xact.c calls it at the transaction's events.
  *
  * PostgreSQL serialises the commits of all transactions that NOTIFY, WAL
  * flush included: PreCommit_Notify takes a cluster-wide lock that is held
@@ -36,22 +38,12 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
-#include "catalog/objectaccess.h"
-#include "catalog/pg_database.h"
 #include "commands/async.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
-
-int			lease_notify_mode = LEASE_NOTIFY_WORKER;
-static const struct config_enum_entry notify_mode_options[] = {
-	{"worker", LEASE_NOTIFY_WORKER, false},
-	{"commit", LEASE_NOTIFY_COMMIT, false},
-	{NULL, 0, false}
-};
 
 typedef struct PendingNotify
 {
@@ -65,14 +57,6 @@ typedef struct PendingNotify
 static PendingNotify *pending = NULL;
 static PendingNotify **pending_end = &pending;
 static int	pending_count = 0;
-
-/* The transaction queued or took on entries: wake the worker at its end. */
-static bool wake_worker = false;
-
-/* DROP DATABASE of this database is under way in this transaction. */
-static Oid	dropping_database = InvalidOid;
-
-static object_access_hook_type prev_object_access_hook = NULL;
 
 /*
  * Send a lease change's notification when the transaction commits: queue
@@ -244,12 +228,19 @@ PendingSendHere(TransactionId xid)
 						list_length(taken))));
 }
 
-static void
-PendingPreCommit(void)
+/*
+ * Just before the transaction commits: queue its payloads, or send them
+ * itself (the fallback).  True when the database's worker should be woken
+ * at the transaction's end (it queued, or took on queued entries).
+ */
+bool
+LeaseNotifyPreCommit(void)
 {
 	/* every lease change wrote a row, so this assigns nothing new */
 	TransactionId xid = GetTopTransactionId();
 
+	if (pending == NULL)
+		return false;
 	if (lease_notify_mode == LEASE_NOTIFY_WORKER && PendingFitsEntries())
 	{
 		EnqueueResult result = PendingEnqueue(xid);
@@ -258,172 +249,54 @@ PendingPreCommit(void)
 		if (result == ENQUEUE_NO_WORKER && LeaseNotifierStart(MyDatabaseId))
 			result = PendingEnqueue(xid);
 		if (result == ENQUEUE_DONE)
-		{
-			wake_worker = true;
-			return;
-		}
+			return true;
 	}
 	PendingSendHere(xid);
-	wake_worker = true;			/* it may have taken on entries */
+	return true;				/* it may have taken on entries */
 }
 
-static void
-WakeWorker(void)
+/* Whether this transaction changed a lease whose notification is pending. */
+bool
+LeaseNotifyPending(void)
 {
-	int			i;
-
-	LWLockAcquire(lease_notify->lock, LW_SHARED);
-	for (i = 0; i < LEASE_NOTIFIER_MAX_DATABASES; i++)
-	{
-		LeaseNotifierDatabase *db = &lease_notify->databases[i];
-
-		if (db->database == MyDatabaseId)
-		{
-			if (db->latch != NULL)
-				SetLatch(db->latch);
-			break;
-		}
-	}
-	LWLockRelease(lease_notify->lock);
+	return pending != NULL;
 }
 
-/* A dropped database's entries can never be sent. */
-static void
-ForgetDatabase(Oid database)
-{
-	uint64		n;
-
-	LWLockAcquire(lease_notify->lock, LW_EXCLUSIVE);
-	for (n = lease_notify->tail; n < lease_notify->head; n++)
-	{
-		LeaseNotifyEntry *entry = LeaseNotifyEntryAt(n);
-
-		if (entry->database == database)
-			entry->done = true;
-	}
-	LeaseNotifyAdvanceTail();
-	LWLockRelease(lease_notify->lock);
-}
-
-static void
-PendingReset(void)
+/* The transaction ended: forget its payloads. */
+void
+LeaseNotifyPendingReset(void)
 {
 	pending = NULL;
 	pending_end = &pending;
 	pending_count = 0;
-	wake_worker = false;
-	dropping_database = InvalidOid;
-}
-
-static void
-LeaseNotifyXactCallback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			if (pending != NULL)
-				PendingPreCommit();
-			break;
-		case XACT_EVENT_PRE_PREPARE:
-			if (pending != NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that has changed a lease"),
-						 errdetail("pg_lease notifies followers of a lease change when its transaction commits, "
-								   "which a prepared transaction cannot do.")));
-			break;
-		case XACT_EVENT_COMMIT:
-			if (OidIsValid(dropping_database))
-				ForgetDatabase(dropping_database);
-			if (wake_worker)
-				WakeWorker();
-			PendingReset();
-			break;
-		case XACT_EVENT_ABORT:
-			/* entries queued or taken on before the abort need resolving */
-			if (wake_worker)
-				WakeWorker();
-			PendingReset();
-			break;
-		case XACT_EVENT_PREPARE:
-			PendingReset();
-			break;
-		default:
-			break;
-	}
 }
 
 /* A rolled-back subtransaction takes its changes' notifications with it. */
-static void
-LeaseNotifySubXactCallback(SubXactEvent event, SubTransactionId subid,
-						   SubTransactionId parent, void *arg)
+void
+LeaseNotifyPendingSubAbort(SubTransactionId subid)
 {
 	PendingNotify **link;
 
-	switch (event)
+	pending_count = 0;
+	for (link = &pending; *link != NULL;)
 	{
-		case SUBXACT_EVENT_ABORT_SUB:
-			pending_count = 0;
-			for (link = &pending; *link != NULL;)
-			{
-				if ((*link)->subid == subid)
-					*link = (*link)->next;
-				else
-				{
-					pending_count++;
-					link = &(*link)->next;
-				}
-			}
-			pending_end = link;
-			break;
-		case SUBXACT_EVENT_COMMIT_SUB:
-			for (link = &pending; *link != NULL; link = &(*link)->next)
-				if ((*link)->subid == subid)
-					(*link)->subid = parent;
-			break;
-		default:
-			break;
+		if ((*link)->subid == subid)
+			*link = (*link)->next;
+		else
+		{
+			pending_count++;
+			link = &(*link)->next;
+		}
 	}
+	pending_end = link;
 }
 
-/*
- * DROP DATABASE waits for every session of the database to go, ours too:
- * ask its worker to leave, and drop its entries once the drop commits.
- */
-static void
-LeaseNotifyObjectAccess(ObjectAccessType access, Oid classId, Oid objectId,
-						int subId, void *arg)
-{
-	if (prev_object_access_hook)
-		prev_object_access_hook(access, classId, objectId, subId, arg);
-	if (access == OAT_DROP && classId == DatabaseRelationId)
-	{
-		LeaseNotifierStop(objectId);
-		dropping_database = objectId;
-	}
-}
-
-/* From _PG_init: pg_lease.notify_mode, and the queue when preloaded. */
 void
-LeaseNotifyInit(void)
+LeaseNotifyPendingSubCommit(SubTransactionId subid, SubTransactionId parent)
 {
-	DefineCustomEnumVariable("pg_lease.notify_mode",
-							 "How NOTIFY pg_lease is sent when pg_lease is in shared_preload_libraries.",
-							 "worker: queued at commit and sent by a background worker, off the commit path; "
-							 "commit: sent by the changing transaction itself, as without preloading.",
-							 &lease_notify_mode,
-							 LEASE_NOTIFY_WORKER,
-							 notify_mode_options,
-							 PGC_SUSET,
-							 0,
-							 NULL, NULL, NULL);
+	PendingNotify **link;
 
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
-	LeaseNotifyShmemInit();
-	prev_object_access_hook = object_access_hook;
-	object_access_hook = LeaseNotifyObjectAccess;
-	RegisterXactCallback(LeaseNotifyXactCallback, NULL);
-	RegisterSubXactCallback(LeaseNotifySubXactCallback, NULL);
+	for (link = &pending; *link != NULL; link = &(*link)->next)
+		if ((*link)->subid == subid)
+			(*link)->subid = parent;
 }
