@@ -236,11 +236,13 @@ PendingSendHere(TransactionId xid)
 bool
 LeaseNotifyPreCommit(void)
 {
-	/* every lease change wrote a row, so this assigns nothing new */
-	TransactionId xid = GetTopTransactionId();
+	TransactionId xid;
 
+	/* first: most transactions changed no lease and have no xid to take */
 	if (pending == NULL)
 		return false;
+	/* every lease change wrote a row, so this assigns nothing new */
+	xid = GetTopTransactionId();
 	if (lease_notify_mode == LEASE_NOTIFY_WORKER && PendingFitsEntries())
 	{
 		EnqueueResult result = PendingEnqueue(xid);
