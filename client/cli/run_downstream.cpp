@@ -20,14 +20,18 @@ std::string supervisor::raise_downstreams() {
         }
     // Within the grant's local deadline: past it the job could not start anyway.
     const auto deadline = m_lease.deadline();
+    std::string store;
+    try {
+        store = m_db.store_id(deadline); // one round trip per store connection
+    } catch (const pglease::error& e) {
+        return std::string{"the lease store's lease_store_id(): "} + e.what();
+    }
     for (std::size_t i = 0; i < m_downstreams.size(); ++i) {
         const std::string which = "downstream \"" + m_a.downstreams[i] + "\"";
         if (steady::now() >= deadline)
             return which + ": the lease's local deadline passed before its floor was raised";
         try {
-            if (m_store_id.empty())
-                m_store_id = m_db.store_id();
-            if (!m_downstreams[i]->raise(m_store_id, m_a.lease, m_lease.epoch(), deadline))
+            if (!m_downstreams[i]->raise(store, m_a.lease, m_lease.epoch(), deadline))
                 return which + ": its floor is already above epoch " +
                        std::to_string(m_lease.epoch());
             info(m_g, "raised the floor of lease \"" + m_a.lease + "\" to epoch " +

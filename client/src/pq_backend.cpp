@@ -45,7 +45,7 @@ void pq_backend::drop() noexcept {
     m_session.reset();
 }
 
-pq_backend::session& pq_backend::live() {
+pq_backend::session& pq_backend::live(clock::time_point connect_by) {
     if (m_session && m_session->conn.is_open())
         return *m_session;
     const bool reconnect = static_cast<bool>(m_session);
@@ -70,7 +70,7 @@ pq_backend::session& pq_backend::live() {
                        m_options.reconnect_backoff_max);
     };
     try {
-        auto fresh = std::make_shared<session>(m_conninfo);
+        auto fresh = std::make_shared<session>(m_conninfo, connect_by);
         pqxx::nontransaction tx{fresh->conn};
         // Server-side backstop only: each call is bounded on the client side.
         const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
@@ -122,15 +122,34 @@ pq_backend::renew(const std::string& name, const std::string& holder, std::int64
     });
 }
 
-std::string pq_backend::store_id() {
-    return call("lease_store_id", bounded(clock::time_point::max(), m_options.call_timeout),
-                [&] { return m_session->exec1(m_sql->store_id)[0].as<std::string>(); });
+std::string pq_backend::store_id(clock::time_point deadline) {
+    if (connected() && m_session->store_id)
+        return *m_session->store_id;
+    const auto until = bounded(deadline, m_options.call_timeout);
+    (void)live(until);
+    return call("lease_store_id", until, [&] {
+        m_session->store_id = m_session->exec1(m_sql->store_id)[0].as<std::string>();
+        return *m_session->store_id;
+    });
 }
 
 bool pq_backend::raise(const std::string& store, const std::string& name, std::int64_t epoch,
                        clock::time_point deadline) {
-    return call("lease_raise", bounded(deadline, m_options.acquire_timeout), [&] {
-        return m_session->exec1(m_sql->raise, store, name, epoch)[0].as<bool>();
+    const auto until = bounded(deadline, m_options.acquire_timeout);
+    (void)live(until);
+    return call("lease_raise", until, [&] {
+        pqxx::nontransaction& tx = m_session->calls();
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            until - std::chrono::steady_clock::now());
+        const pqxx::result r =
+            tx.exec("SET LOCAL statement_timeout = " +
+                    std::to_string(std::max<long long>(left.count(), 1)) + "; " +
+                    m_sql->raise_call + "(" + tx.quote(store) + ", " + tx.quote(name) + ", " +
+                    std::to_string(epoch) + ")");
+        if (r.size() != 1)
+            throw pqxx::unexpected_rows{"expected 1 row from lease_raise, got " +
+                                        std::to_string(r.size())};
+        return r[0][0].as<bool>();
     });
 }
 
