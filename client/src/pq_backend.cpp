@@ -20,6 +20,12 @@ using detail::receiver;
 
 class pq_backend::wakeup : public detail::wakeup_pipe {};
 
+namespace {
+/// How much earlier than its deadline the server ends a raise (at most a
+/// quarter of the time left): room for the error to come back.
+constexpr std::chrono::milliseconds raise_reply_margin{100};
+} // namespace
+
 pq_backend::pq_backend(connection_options options)
     : m_options{std::move(options)}
     , m_conninfo{detail::build_conninfo(m_options)}
@@ -139,11 +145,16 @@ bool pq_backend::raise(const std::string& store, const std::string& name, std::i
     (void)live(until);
     return call("lease_raise", until, [&] {
         pqxx::nontransaction& tx = m_session->calls();
+        // The server gives up a little before the watchdog would cancel, so
+        // that its error (a plain reply, the session kept) is back by then.
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             until - std::chrono::steady_clock::now());
+        const auto server_limit =
+            std::max<std::chrono::milliseconds>(left - std::min(raise_reply_margin, left / 4),
+                                                std::chrono::milliseconds{1});
         const pqxx::result r =
-            tx.exec("SET LOCAL statement_timeout = " +
-                    std::to_string(std::max<long long>(left.count(), 1)) + "; " +
+            tx.exec("SET LOCAL statement_timeout = " + std::to_string(server_limit.count()) +
+                    "; " +
                     m_sql->raise_call + "(" + tx.quote(store) + ", " + tx.quote(name) + ", " +
                     std::to_string(epoch) + ")");
         if (r.size() != 1)
