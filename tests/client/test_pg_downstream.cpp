@@ -395,4 +395,34 @@ TEST(Downstream, TheStoreIdIsReadOncePerConnection) {
     EXPECT_NE(last_query(store.server_pid()).find("lease_store_id"), std::string::npos);
 }
 
+TEST(Downstream, ScopedLeaseIsHeldOnlyOnceTheFloorIsRaised) {
+    const std::string lease = unique("ds_scoped");
+    pglease::connection_options store_opts, down, unreachable;
+    store_opts.conninfo = env("PGLEASE_STORE");
+    down.conninfo = env("PGLEASE_DOWNSTREAM");
+    unreachable.conninfo = "host=127.0.0.1 port=1 connect_timeout=2";
+    pglease::lease_options o;
+    o.ttl = 4s;
+    std::int64_t first_epoch = 0;
+    {
+        pglease::scoped_lease guard{lease, o, 0ms, store_opts, {down}};
+        ASSERT_TRUE(guard.held()) << guard.refusal();
+        EXPECT_EQ(floor_of(lease), guard.epoch());
+        first_epoch = guard.epoch();
+    }
+    pglease::scoped_lease refused{lease, o, 0ms, store_opts, {down, unreachable}};
+    EXPECT_FALSE(refused.held());
+    EXPECT_NE(refused.refusal().find("downstream 2 of 2"), std::string::npos)
+        << refused.refusal();
+    pqxx::connection c{env("PGLEASE_STORE")};
+    pqxx::nontransaction tx{c};
+    const auto r = tx.exec_params("SELECT coalesce(holder, ''), (SELECT count(*) FROM lease_events "
+                                  "e WHERE e.name = l.name AND e.event = 'released' AND e.epoch "
+                                  "> $2) FROM leases l WHERE name = $1",
+                                  lease, first_epoch);
+    ASSERT_EQ(r.size(), 1U);
+    EXPECT_EQ(r[0][0].as<std::string>(), "") << "the refused grant is still held";
+    EXPECT_EQ(r[0][1].as<int>(), 1) << "the refused grant was not released";
+}
+
 } // namespace
