@@ -3,6 +3,7 @@
 #include "pglease/downstream.hpp"
 
 #include "pglease/error.hpp"
+#include "pglease/pq_backend.hpp"
 
 namespace pglease {
 
@@ -41,6 +42,24 @@ std::vector<downstream_ref> numbered_downstreams(const std::vector<backend*>& ba
     for (std::size_t i = 0; i < backends.size(); ++i)
         out.push_back({backends[i], "downstream " + std::to_string(i + 1) + " of " +
                                         std::to_string(backends.size())});
+    return out;
+}
+
+std::vector<downstream_ref>
+numbered_downstreams(const std::vector<std::unique_ptr<backend>>& backends) {
+    std::vector<backend*> raw;
+    raw.reserve(backends.size());
+    for (const auto& b : backends)
+        raw.push_back(b.get());
+    return numbered_downstreams(raw);
+}
+
+std::vector<std::unique_ptr<backend>>
+downstream_backends(const std::vector<connection_options>& options) {
+    std::vector<std::unique_ptr<backend>> out;
+    out.reserve(options.size());
+    for (const auto& o : options)
+        out.push_back(std::make_unique<pq_backend>(o));
     return out;
 }
 

@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <climits>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <optional>
@@ -82,10 +82,11 @@ deadline_connect::handle deadline_connect::do_startconnect(handle orig) {
             fail(c, "connection failed");
         const auto now = steady::now();
         if (now >= until)
-            throw pqxx::broken_connection{"timeout expired: no connection by the caller's deadline"};
+            throw pqxx::broken_connection{
+                "timeout expired: no connection by the caller's deadline"};
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
-        pollfd fd{PQsocket(c.get()), static_cast<short>(state == PGRES_POLLING_READING ? POLLIN : POLLOUT),
-                  0};
+        pollfd fd{PQsocket(c.get()),
+                  static_cast<short>(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
         const int rc = ::poll(&fd, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
         if (rc < 0 && errno != EINTR)
             fail(c, "poll failed while connecting");

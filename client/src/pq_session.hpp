@@ -7,8 +7,8 @@
 #include "event_payload.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pq_statements.hpp"
 #include "pq_connect.hpp"
+#include "pq_statements.hpp"
 #include "pqxx_sqlstate.hpp"
 
 #include <pqxx/pqxx>

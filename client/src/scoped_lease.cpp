@@ -10,20 +10,14 @@
 
 namespace pglease {
 
-namespace {
-std::vector<std::unique_ptr<backend>> pq_backends(const std::vector<connection_options>& opts) {
-    std::vector<std::unique_ptr<backend>> out;
-    out.reserve(opts.size());
-    for (const auto& o : opts)
-        out.push_back(std::make_unique<pq_backend>(o));
-    return out;
-}
-} // namespace
-
 scoped_lease::scoped_lease(std::string name, lease_options options, std::chrono::milliseconds wait,
                            const connection_options& connection)
-    : scoped_lease{std::make_unique<pq_backend>(connection), std::move(name), std::move(options),
-                   wait, system_clock(), {}} {
+    : scoped_lease{std::make_unique<pq_backend>(connection),
+                   std::move(name),
+                   std::move(options),
+                   wait,
+                   system_clock(),
+                   {}} {
     m_lease.set_schema(connection.schema);
 }
 
@@ -34,8 +28,12 @@ scoped_lease::scoped_lease(std::unique_ptr<backend> db, std::string name, lease_
 scoped_lease::scoped_lease(std::string name, lease_options options, std::chrono::milliseconds wait,
                            const connection_options& connection,
                            const std::vector<connection_options>& downstreams)
-    : scoped_lease{std::make_unique<pq_backend>(connection), std::move(name), std::move(options),
-                   wait, system_clock(), pq_backends(downstreams)} {
+    : scoped_lease{std::make_unique<pq_backend>(connection),
+                   std::move(name),
+                   std::move(options),
+                   wait,
+                   system_clock(),
+                   downstream_backends(downstreams)} {
     m_lease.set_schema(connection.schema);
 }
 
@@ -54,10 +52,7 @@ scoped_lease::scoped_lease(std::unique_ptr<backend> db, std::string name, lease_
         got = false;
     }
     if (got && !m_downstreams.empty()) {
-        std::vector<backend*> raw;
-        for (const auto& d : m_downstreams)
-            raw.push_back(d.get());
-        m_refusal = raise_downstreams(*m_db, numbered_downstreams(raw), m_lease.name(),
+        m_refusal = raise_downstreams(*m_db, numbered_downstreams(m_downstreams), m_lease.name(),
                                       m_lease.epoch(), m_lease.deadline(), m_clock);
         if (!m_refusal.empty()) {
             // No work before the old leader is shut out downstream: give the

@@ -6,9 +6,11 @@
 
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
+#include "pglease/connection_options.hpp"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,13 @@ raise_downstreams(backend& store, const std::vector<downstream_ref>& downstreams
                   const std::function<void(const downstream_ref&)>& on_raised = {});
 
 /// Labels "downstream 1 of N" ... for @p backends, in order.
-[[nodiscard]] std::vector<downstream_ref> numbered_downstreams(const std::vector<backend*>& backends);
+[[nodiscard]] std::vector<downstream_ref>
+numbered_downstreams(const std::vector<backend*>& backends);
+[[nodiscard]] std::vector<downstream_ref>
+numbered_downstreams(const std::vector<std::unique_ptr<backend>>& backends);
+
+/// A pq_backend per entry of @p options, in order (each connects on first use).
+[[nodiscard]] std::vector<std::unique_ptr<backend>>
+downstream_backends(const std::vector<connection_options>& options);
 
 } // namespace pglease
