@@ -425,4 +425,20 @@ TEST(Downstream, ScopedLeaseIsHeldOnlyOnceTheFloorIsRaised) {
     EXPECT_EQ(r[0][1].as<int>(), 1) << "the refused grant was not released";
 }
 
+TEST(Downstream, ARaiseSendsItsArgumentsQuotedAndReportsAHigherFloor) {
+    pglease::connection_options o;
+    o.conninfo = env("PGLEASE_DOWNSTREAM");
+    pglease::pq_backend down{o};
+    const std::string lease = unique("ds_it's_a \\ name");
+    const auto far = std::chrono::steady_clock::now() + 10s;
+    EXPECT_TRUE(down.raise(store_id(), lease, 5, far));
+    EXPECT_EQ(floor_of(lease), 5);
+    EXPECT_TRUE(down.raise(store_id(), lease, 5, far)); // already there
+    EXPECT_FALSE(down.raise(store_id(), lease, 4, far)); // already higher: unchanged
+    EXPECT_EQ(floor_of(lease), 5);
+    EXPECT_THROW((void)down.raise(store_id(), lease, 0, far), pglease::error); // 22023
+    EXPECT_TRUE(down.raise(store_id(), lease, 6, far)); // the session survived the error
+    EXPECT_EQ(floor_of(lease), 6);
+}
+
 } // namespace
