@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <optional>
 
 namespace pglease {
 using detail::bounded;
@@ -77,11 +78,22 @@ pq_backend::session& pq_backend::live(clock::time_point connect_by) {
     };
     try {
         auto fresh = std::make_shared<session>(m_conninfo, connect_by);
-        pqxx::nontransaction tx{fresh->conn};
-        // Server-side backstop only: each call is bounded on the client side.
-        const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
-        tx.exec("SET statement_timeout = " + std::to_string(backstop.count()));
-        tx.commit();
+        {
+            // A connect with a deadline keeps it for the setup too: a server
+            // that froze right after the handshake does not hold us here.
+            detail::call_watchdog::outcome dog;
+            std::optional<detail::watch_guard> guard;
+            if (connect_by != clock::time_point::max()) {
+                m_watchdog->arm(connect_by, fresh->conn.sock(),
+                                [keep = fresh] { keep->conn.cancel_query(); });
+                guard.emplace(*m_watchdog, dog);
+            }
+            pqxx::nontransaction tx{fresh->conn};
+            // Server-side backstop only: each call is bounded on the client side.
+            const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
+            tx.exec("SET statement_timeout = " + std::to_string(backstop.count()));
+            tx.commit();
+        }
         m_session = std::move(fresh);
         backoff.succeeded(m_conninfo);
     } catch (const pqxx::broken_connection& e) {
