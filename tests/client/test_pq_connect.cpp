@@ -199,7 +199,7 @@ private:
                 message(out, 'S', parameter("standard_conforming_strings", "on"));
                 message(out, 'S', parameter("integer_datetimes", "on"));
                 message(out, 'K', std::string(8, '\1')); // BackendKeyData
-                message(out, 'Z', "I");                   // ReadyForQuery
+                message(out, 'Z', "I");                  // ReadyForQuery
                 EXPECT_EQ(::send(c, out.data(), out.size(), MSG_NOSIGNAL),
                           static_cast<ssize_t>(out.size()));
                 // Frozen: read (and drop) whatever comes, answer nothing.
