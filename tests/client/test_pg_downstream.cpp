@@ -387,7 +387,7 @@ TEST(Downstream, TheStoreIdIsReadOncePerConnection) {
     {
         pqxx::connection c{env("PGLEASE_STORE")};
         pqxx::nontransaction tx{c};
-        tx.exec_params("SELECT pg_terminate_backend($1)", pid);
+        tx.exec_params("SELECT pg_terminate_backend($1, 5000)", pid); // waits for it to exit
     }
     EXPECT_THROW((void)store.status("ds_store_id_probe"), pglease::connection_lost);
     EXPECT_EQ(store.store_id(far), id);
