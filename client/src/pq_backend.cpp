@@ -154,26 +154,37 @@ std::string pq_backend::store_id(clock::time_point deadline) {
 bool pq_backend::raise(const std::string& store, const std::string& name, std::int64_t epoch,
                        clock::time_point deadline) {
     const auto until = bounded(deadline, m_options.acquire_timeout);
-    (void)live(until);
-    return call("lease_raise", until, [&] {
-        pqxx::nontransaction& tx = m_session->calls();
-        // The server gives up a little before the watchdog would cancel, so
-        // that its error (a plain reply, the session kept) is back by then.
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            until - std::chrono::steady_clock::now());
-        const auto server_limit =
-            std::max<std::chrono::milliseconds>(left - std::min(raise_reply_margin, left / 4),
-                                                std::chrono::milliseconds{1});
-        const pqxx::result r =
-            tx.exec("SET LOCAL statement_timeout = " + std::to_string(server_limit.count()) +
-                    "; " +
-                    m_sql->raise_call + "(" + tx.quote(store) + ", " + tx.quote(name) + ", " +
-                    std::to_string(epoch) + ")");
-        if (r.size() != 1)
-            throw pqxx::unexpected_rows{"expected 1 row from lease_raise, got " +
-                                        std::to_string(r.size())};
-        return r[0][0].as<bool>();
-    });
+    const auto attempt = [&] {
+        (void)live(until);
+        return call("lease_raise", until, [&] {
+            pqxx::nontransaction& tx = m_session->calls();
+            // The server gives up a little before the watchdog would cancel,
+            // so that its error (a plain reply, the session kept) is back by then.
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                until - std::chrono::steady_clock::now());
+            const auto server_limit = std::max<std::chrono::milliseconds>(
+                left - std::min(raise_reply_margin, left / 4), std::chrono::milliseconds{1});
+            const pqxx::result r =
+                tx.exec("SET LOCAL statement_timeout = " + std::to_string(server_limit.count()) +
+                        "; " + m_sql->raise_call + "(" + tx.quote(store) + ", " +
+                        tx.quote(name) + ", " + std::to_string(epoch) + ")");
+            if (r.size() != 1)
+                throw pqxx::unexpected_rows{"expected 1 row from lease_raise, got " +
+                                            std::to_string(r.size())};
+            return r[0][0].as<bool>();
+        });
+    };
+    const bool reused = connected();
+    try {
+        return attempt();
+    } catch (const connection_lost&) {
+        // A session that died while idle (the server restarted, an idle
+        // timeout, a pooler) is found out only now: one try on a fresh one,
+        // by the same deadline. A raise is idempotent (same epoch: true).
+        if (!reused || std::chrono::steady_clock::now() >= until)
+            throw;
+    }
+    return attempt();
 }
 
 bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {

@@ -441,4 +441,23 @@ TEST(Downstream, ARaiseSendsItsArgumentsQuotedAndReportsAHigherFloor) {
     EXPECT_EQ(floor_of(lease), 6);
 }
 
+TEST(Downstream, ARaiseReopensAConnectionThatDiedWhileIdle) {
+    pglease::connection_options o;
+    o.conninfo = env("PGLEASE_DOWNSTREAM");
+    pglease::pq_backend down{o};
+    const std::string lease = unique("ds_reopen");
+    const auto far = std::chrono::steady_clock::now() + 10s;
+    ASSERT_TRUE(down.raise(store_id(), lease, 5, far));
+    const int pid = down.server_pid();
+    {
+        pqxx::connection c{env("PGLEASE_DOWNSTREAM")};
+        pqxx::nontransaction tx{c};
+        tx.exec_params("SELECT pg_terminate_backend($1, 5000)", pid); // waits for it to exit
+    }
+    // The next term's raise finds the session dead and raises on a new one.
+    EXPECT_TRUE(down.raise(store_id(), lease, 6, far));
+    EXPECT_NE(down.server_pid(), pid);
+    EXPECT_EQ(floor_of(lease), 6);
+}
+
 } // namespace

@@ -92,6 +92,8 @@ public:
     /// the server stops waiting (and ending old writers) when the caller
     /// gave up. One round trip: `SET LOCAL statement_timeout = ...;
     /// SELECT lease_raise(...)` in one message, one implicit transaction.
+    /// A session found dead at the raise (it died while idle) is replaced
+    /// once, within the same deadline: a raise is idempotent.
     bool raise(const std::string& store, const std::string& name, std::int64_t epoch,
                clock::time_point deadline) override;
 
