@@ -5,7 +5,7 @@
 #include "common.hpp"
 #include "run_supervisor.hpp"
 
-#include <pglease/error.hpp>
+#include <pglease/downstream.hpp>
 
 namespace pglease::cli {
 
@@ -18,27 +18,16 @@ std::string supervisor::raise_downstreams() {
             o.conninfo = conninfo;
             m_downstreams.push_back(std::make_unique<pglease::pq_backend>(o));
         }
+    std::vector<pglease::downstream_ref> refs;
+    for (std::size_t i = 0; i < m_downstreams.size(); ++i)
+        refs.push_back({m_downstreams[i].get(), "downstream \"" + m_a.downstreams[i] + "\""});
     // Within the grant's local deadline: past it the job could not start anyway.
-    const auto deadline = m_lease.deadline();
-    for (std::size_t i = 0; i < m_downstreams.size(); ++i) {
-        const std::string which = "downstream \"" + m_a.downstreams[i] + "\"";
-        if (steady::now() >= deadline)
-            return which + ": the lease's local deadline passed before its floor was raised";
-        try {
-            if (m_store_id.empty())
-                m_store_id = m_db.store_id();
-            if (!m_downstreams[i]->raise(m_store_id, m_a.lease, m_lease.epoch(), deadline))
-                return which + ": its floor is already above epoch " +
-                       std::to_string(m_lease.epoch());
+    return pglease::raise_downstreams(
+        m_db, refs, m_a.lease, m_lease.epoch(), m_lease.deadline(), pglease::system_clock(),
+        [&](const pglease::downstream_ref& d) {
             info(m_g, "raised the floor of lease \"" + m_a.lease + "\" to epoch " +
-                          std::to_string(m_lease.epoch()) + " in " + which);
-        } catch (const pglease::error& e) {
-            return which + ": " + e.what();
-        }
-    }
-    if (steady::now() >= deadline)
-        return "the lease's local deadline passed while its downstream floors were raised";
-    return {};
+                          std::to_string(m_lease.epoch()) + " in " + d.label);
+        });
 }
 
 } // namespace pglease::cli

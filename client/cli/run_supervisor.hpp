@@ -77,7 +77,6 @@ private:
     pglease::pq_backend m_db;
     pglease::lease m_lease;
     std::vector<std::unique_ptr<pglease::pq_backend>> m_downstreams; ///< made on first use
-    std::string m_store_id; ///< lease_store_id() of the lease's database, once read
 
     pid_t m_child = -1;
     int m_child_status = 0;

@@ -57,7 +57,7 @@ std::optional<std::int64_t> backend::handover(const std::string& name, const std
     throw error{"lease_handover: not supported by this backend (lease \"" + name + "\")"};
 }
 
-std::string backend::store_id() {
+std::string backend::store_id(clock::time_point) {
     throw error{"lease_store_id: not supported by this backend"};
 }
 

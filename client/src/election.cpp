@@ -2,6 +2,8 @@
 /// @brief tryAcquireOrRenew, as numbered steps.
 #include "pglease/election.hpp"
 
+#include "pglease/downstream.hpp"
+
 #include "pglease/error.hpp"
 
 #include <algorithm>
@@ -138,26 +140,9 @@ std::vector<election_event> election::step() {
 }
 
 std::string election::raise_downstreams() {
-    const auto deadline = m_lease.deadline();
-    for (std::size_t i = 0; i < m_downstreams.size(); ++i) {
-        const std::string which =
-            "downstream " + std::to_string(i + 1) + " of " + std::to_string(m_downstreams.size());
-        if (m_clock.now() >= deadline)
-            return which + ": the grant's local deadline passed before its floor was raised";
-        try {
-            if (m_store_id.empty())
-                m_store_id = m_db.store_id();
-            if (!m_downstreams[i]->raise(m_store_id, m_config.lease_name, m_lease.epoch(),
-                                         deadline))
-                return which + ": its floor is already above epoch " +
-                       std::to_string(m_lease.epoch());
-        } catch (const error& e) {
-            return which + ": " + e.what();
-        }
-    }
-    if (!m_downstreams.empty() && m_clock.now() >= deadline)
-        return "the grant's local deadline passed while its downstream floors were raised";
-    return {};
+    return pglease::raise_downstreams(m_db, numbered_downstreams(m_downstreams),
+                                      m_config.lease_name, m_lease.epoch(), m_lease.deadline(),
+                                      m_clock);
 }
 
 void election::refuse_term(std::vector<election_event>& events, const std::string& why) {

@@ -3,6 +3,7 @@
 /// next due time; and the term's worker thread.
 #include "pglease/elector.hpp"
 
+#include "pglease/downstream.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
 #include "timing_rules.hpp"
@@ -16,14 +17,6 @@ elector::elector(elector_config config)
 
 namespace {
 
-std::vector<std::unique_ptr<backend>> pq_backends(const std::vector<connection_options>& opts) {
-    std::vector<std::unique_ptr<backend>> out;
-    out.reserve(opts.size());
-    for (const auto& o : opts)
-        out.push_back(std::make_unique<pq_backend>(o));
-    return out;
-}
-
 std::vector<backend*> pointers(const std::vector<std::unique_ptr<backend>>& backends) {
     std::vector<backend*> out;
     out.reserve(backends.size());
@@ -35,7 +28,7 @@ std::vector<backend*> pointers(const std::vector<std::unique_ptr<backend>>& back
 } // namespace
 
 elector::elector(elector_config config, std::unique_ptr<backend> db, const clock& clk)
-    : elector{config, std::move(db), clk, pq_backends(config.downstreams)} {}
+    : elector{config, std::move(db), clk, downstream_backends(config.downstreams)} {}
 
 elector::elector(elector_config config, std::unique_ptr<backend> db, const clock& clk,
                  std::vector<std::unique_ptr<backend>> downstreams)

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <optional>
 
 namespace pglease {
 using detail::bounded;
@@ -19,6 +20,12 @@ using detail::micros;
 using detail::receiver;
 
 class pq_backend::wakeup : public detail::wakeup_pipe {};
+
+namespace {
+/// How much earlier than its deadline the server ends a raise (at most a
+/// quarter of the time left): room for the error to come back.
+constexpr std::chrono::milliseconds raise_reply_margin{100};
+} // namespace
 
 pq_backend::pq_backend(connection_options options)
     : m_options{std::move(options)}
@@ -45,7 +52,7 @@ void pq_backend::drop() noexcept {
     m_session.reset();
 }
 
-pq_backend::session& pq_backend::live() {
+pq_backend::session& pq_backend::live(clock::time_point connect_by) {
     if (m_session && m_session->conn.is_open())
         return *m_session;
     const bool reconnect = static_cast<bool>(m_session);
@@ -70,12 +77,23 @@ pq_backend::session& pq_backend::live() {
                        m_options.reconnect_backoff_max);
     };
     try {
-        auto fresh = std::make_shared<session>(m_conninfo);
-        pqxx::nontransaction tx{fresh->conn};
-        // Server-side backstop only: each call is bounded on the client side.
-        const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
-        tx.exec("SET statement_timeout = " + std::to_string(backstop.count()));
-        tx.commit();
+        auto fresh = std::make_shared<session>(m_conninfo, connect_by);
+        {
+            // A connect with a deadline keeps it for the setup too: a server
+            // that froze right after the handshake does not hold us here.
+            detail::call_watchdog::outcome dog;
+            std::optional<detail::watch_guard> guard;
+            if (connect_by != clock::time_point::max()) {
+                m_watchdog->arm(connect_by, fresh->conn.sock(),
+                                [keep = fresh] { keep->conn.cancel_query(); });
+                guard.emplace(*m_watchdog, dog);
+            }
+            pqxx::nontransaction tx{fresh->conn};
+            // Server-side backstop only: each call is bounded on the client side.
+            const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
+            tx.exec("SET statement_timeout = " + std::to_string(backstop.count()));
+            tx.commit();
+        }
         m_session = std::move(fresh);
         backoff.succeeded(m_conninfo);
     } catch (const pqxx::broken_connection& e) {
@@ -122,16 +140,51 @@ pq_backend::renew(const std::string& name, const std::string& holder, std::int64
     });
 }
 
-std::string pq_backend::store_id() {
-    return call("lease_store_id", bounded(clock::time_point::max(), m_options.call_timeout),
-                [&] { return m_session->exec1(m_sql->store_id)[0].as<std::string>(); });
+std::string pq_backend::store_id(clock::time_point deadline) {
+    if (connected() && m_session->store_id)
+        return *m_session->store_id;
+    const auto until = bounded(deadline, m_options.call_timeout);
+    (void)live(until);
+    return call("lease_store_id", until, [&] {
+        m_session->store_id = m_session->exec1(m_sql->store_id)[0].as<std::string>();
+        return *m_session->store_id;
+    });
 }
 
 bool pq_backend::raise(const std::string& store, const std::string& name, std::int64_t epoch,
                        clock::time_point deadline) {
-    return call("lease_raise", bounded(deadline, m_options.acquire_timeout), [&] {
-        return m_session->exec1(m_sql->raise, store, name, epoch)[0].as<bool>();
-    });
+    const auto until = bounded(deadline, m_options.acquire_timeout);
+    const auto attempt = [&] {
+        (void)live(until);
+        return call("lease_raise", until, [&] {
+            pqxx::nontransaction& tx = m_session->calls();
+            // The server gives up a little before the watchdog would cancel,
+            // so that its error (a plain reply, the session kept) is back by then.
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                until - std::chrono::steady_clock::now());
+            const auto server_limit = std::max<std::chrono::milliseconds>(
+                left - std::min(raise_reply_margin, left / 4), std::chrono::milliseconds{1});
+            const pqxx::result r =
+                tx.exec("SET LOCAL statement_timeout = " + std::to_string(server_limit.count()) +
+                        "; " + m_sql->raise_call + "(" + tx.quote(store) + ", " +
+                        tx.quote(name) + ", " + std::to_string(epoch) + ")");
+            if (r.size() != 1)
+                throw pqxx::unexpected_rows{"expected 1 row from lease_raise, got " +
+                                            std::to_string(r.size())};
+            return r[0][0].as<bool>();
+        });
+    };
+    const bool reused = connected();
+    try {
+        return attempt();
+    } catch (const connection_lost&) {
+        // A session that died while idle (the server restarted, an idle
+        // timeout, a pooler) is found out only now: one try on a fresh one,
+        // by the same deadline. A raise is idempotent (same epoch: true).
+        if (!reused || std::chrono::steady_clock::now() >= until)
+            throw;
+    }
+    return attempt();
 }
 
 bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {

@@ -7,6 +7,7 @@
 #include "event_payload.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pq_connect.hpp"
 #include "pq_statements.hpp"
 #include "pqxx_sqlstate.hpp"
 
@@ -86,8 +87,8 @@ inline std::optional<std::chrono::microseconds> micros(const pqxx::field& f) {
 
 /// One open session; the receiver is declared last so it goes first.
 struct pq_backend::session {
-    explicit session(const std::string& conninfo)
-        : conn{conninfo}
+    session(const std::string& conninfo, clock::time_point connect_by)
+        : conn{conninfo, connect_by}
         , syncrep{conn} {}
     session(const session&) = delete;
     session& operator=(const session&) = delete;
@@ -149,12 +150,13 @@ struct pq_backend::session {
         return r[0];
     }
 
-    pqxx::connection conn;
+    detail::bounded_connection conn;
     detail::syncrep_watch syncrep;
     std::unique_ptr<detail::receiver> listener;
     std::optional<pqxx::nontransaction> open_calls; ///< see calls()
     std::vector<const detail::statement*> prepared; ///< known to conn.prepare()
     bool prepare = true; ///< false once a pooler showed prepared statements do not hold
+    std::optional<std::string> store_id; ///< lease_store_id() of this connection's server
 };
 
 template <typename F>

@@ -66,6 +66,6 @@ pq_statements::pq_statements(const std::string& schema)
                    "(t.n, $2, t.e) FROM unnest($1::text[], $3::bigint[]) "
                    "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i"}
     , store_id{"SELECT " + qualified_name(schema, "lease_store_id") + "()"}
-    , raise{"SELECT " + qualified_name(schema, "lease_raise") + "($1, $2, $3)"} {}
+    , raise_call{"SELECT " + qualified_name(schema, "lease_raise")} {}
 
 } // namespace pglease::detail

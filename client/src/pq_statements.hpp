@@ -35,7 +35,9 @@ struct pq_statements {
     statement acquire_many;
     statement release_many;
     statement store_id;
-    statement raise;
+    /// "SELECT <schema>.lease_raise": sent with its arguments as literals,
+    /// after a SET LOCAL statement_timeout in the same message (see raise()).
+    std::string raise_call;
 };
 
 } // namespace pglease::detail

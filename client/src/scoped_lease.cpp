@@ -2,6 +2,7 @@
 /// @brief The scoped lease's renew thread.
 #include "pglease/scoped_lease.hpp"
 
+#include "pglease/downstream.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
 
@@ -11,22 +12,59 @@ namespace pglease {
 
 scoped_lease::scoped_lease(std::string name, lease_options options, std::chrono::milliseconds wait,
                            const connection_options& connection)
-    : scoped_lease{std::make_unique<pq_backend>(connection), std::move(name), std::move(options),
-                   wait} {
+    : scoped_lease{std::make_unique<pq_backend>(connection),
+                   std::move(name),
+                   std::move(options),
+                   wait,
+                   system_clock(),
+                   {}} {
     m_lease.set_schema(connection.schema);
 }
 
 scoped_lease::scoped_lease(std::unique_ptr<backend> db, std::string name, lease_options options,
                            std::chrono::milliseconds wait, const clock& clk)
+    : scoped_lease{std::move(db), std::move(name), std::move(options), wait, clk, {}} {}
+
+scoped_lease::scoped_lease(std::string name, lease_options options, std::chrono::milliseconds wait,
+                           const connection_options& connection,
+                           const std::vector<connection_options>& downstreams)
+    : scoped_lease{std::make_unique<pq_backend>(connection),
+                   std::move(name),
+                   std::move(options),
+                   wait,
+                   system_clock(),
+                   downstream_backends(downstreams)} {
+    m_lease.set_schema(connection.schema);
+}
+
+scoped_lease::scoped_lease(std::unique_ptr<backend> db, std::string name, lease_options options,
+                           std::chrono::milliseconds wait, const clock& clk,
+                           std::vector<std::unique_ptr<backend>> downstreams)
     : m_clock{clk}
     , m_db{std::move(db)}
-    , m_lease{*m_db, std::move(name), std::move(options), clk} {
+    , m_lease{*m_db, std::move(name), std::move(options), clk}
+    , m_downstreams{std::move(downstreams)} {
     bool got = false;
     try {
         got = wait > std::chrono::milliseconds::zero() ? m_lease.acquire_for(wait)
                                                        : m_lease.acquire();
     } catch (const connection_lost&) {
         got = false;
+    }
+    if (got && !m_downstreams.empty()) {
+        m_refusal = raise_downstreams(*m_db, numbered_downstreams(m_downstreams), m_lease.name(),
+                                      m_lease.epoch(), m_lease.deadline(), m_clock);
+        if (!m_refusal.empty()) {
+            // No work before the old leader is shut out downstream: give the
+            // grant back at once rather than sit on it.
+            try {
+                (void)m_lease.release();
+            } catch (const std::exception&) {
+                // The server will let it expire.
+            }
+            m_lease.mark_lost();
+            got = false;
+        }
     }
     if (got)
         m_thread = std::thread{[this] { renew_loop(); }};

@@ -3,7 +3,8 @@
 # database before the job starts, so the job's own writes there (psql with
 # PGOPTIONS) pass at the floor; a downstream that cannot be raised keeps the
 # job from starting: the lease is released, exit 1 with --no-wait, else a
-# retry every retry period until a signal ends pglease.
+# retry every retry period until a signal ends pglease. A stalled downstream
+# is given up at the lease's local deadline, whatever its connect_timeout.
 source "$(dirname "$0")/lib.sh"
 
 lease=$(unique downstream)
@@ -59,3 +60,20 @@ wait "$pid" || rc=$?
 tries=$(grep -c 'the job does not start' "$TMP/wait.err")
 [ "$tries" -le 40 ] || fail "$tries tries: spinning instead of waiting a retry period"
 pass "without --no-wait: retried every retry period ($tries tries) until SIGTERM, the job never ran"
+
+# 5. A stalled downstream (accepts TCP, never answers) whose conninfo allows a
+#    10 s connect: given up at the lease's local deadline (ttl 3 s), no job.
+python3 -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True); time.sleep(60)' >"$TMP/silent.port" &
+BG_PIDS+=("$!")
+wait_until 5 test -s "$TMP/silent.port" || fail "no silent listener"
+stalled="host=127.0.0.1 port=$(cat "$TMP/silent.port") connect_timeout=10"
+t0=$(date +%s%N)
+expect_rc 1 "$PGLEASE" run --lease "$lease" --ttl 3s --no-wait --downstream "$stalled" -- touch "$TMP/ran" 2>"$TMP/stalled.err"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ ! -e "$TMP/ran" ] || fail "the job ran although the stalled downstream was not raised"
+[ "$ms" -lt 6000 ] || fail "took $ms ms: not bounded by the local deadline ($(cat "$TMP/stalled.err"))"
+grep -q "no connection by the caller's deadline" "$TMP/stalled.err" || fail "no message: $(cat "$TMP/stalled.err")"
+[ "$(lease_holder "$lease")" = "" ] || fail "the lease was not released"
+pass "a stalled downstream: given up after $ms ms (local deadline), no job, exit 1"

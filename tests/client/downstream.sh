@@ -10,4 +10,4 @@ export PGLEASE_STORE="host=$PGHOST port=$PGPORT user=$PGUSER dbname=postgres"
 pg_cluster_start ds_down >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_lease" >/dev/null
 export PGLEASE_DOWNSTREAM="host=$PGHOST port=$PGPORT user=$PGUSER dbname=postgres"
-"$1"
+"$@"

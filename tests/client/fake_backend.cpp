@@ -114,7 +114,7 @@ bool fake_backend::wait_for_change(const std::string& name, clock::time_point un
     return false;
 }
 
-std::string fake_backend::store_id() {
+std::string fake_backend::store_id(clock::time_point) {
     return call([] { return std::string{"fake-store"}; });
 }
 

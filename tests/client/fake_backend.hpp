@@ -48,7 +48,7 @@ public:
     bool wait_for_change(const std::string& name, clock::time_point until) noexcept override;
     void interrupt() noexcept override;
     /// The store's identity as a lease store: "fake-store".
-    std::string store_id() override;
+    std::string store_id(clock::time_point deadline) override;
 
     // --- fault injection (set from the test thread before the call) -------
     /// The next @p n calls fail with connection_lost before reaching the store.

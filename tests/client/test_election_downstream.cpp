@@ -5,6 +5,7 @@
 /// and the lease is released. Over the fake backend and clock.
 #include "fake_backend.hpp"
 #include "fake_clock.hpp"
+#include "fake_downstream.hpp"
 #include "pglease/election.hpp"
 #include "pglease/error.hpp"
 
@@ -19,60 +20,6 @@ namespace pglease::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-/// A downstream database: its floors, and what the next raise does.
-class fake_downstream final : public backend {
-public:
-    explicit fake_downstream(fake_clock& clk)
-        : m_clock{clk} {}
-
-    bool raise(const std::string& store, const std::string& name, std::int64_t epoch,
-               clock::time_point deadline) override {
-        ++raises;
-        if (before_raise)
-            before_raise();
-        m_clock.advance(latency);
-        if (m_clock.now() > deadline)
-            throw error{"fake: canceling statement due to user request", "57014"};
-        if (fail)
-            throw connection_lost{"fake: downstream unreachable"};
-        std::int64_t& floor = floors[store + "/" + name];
-        if (floor > epoch)
-            return false;
-        floor = epoch;
-        return true;
-    }
-
-    // The rest of the seam is not the downstream's business.
-    acquire_reply acquire(const std::string&, const std::string&, std::chrono::milliseconds,
-                          clock::time_point) override {
-        throw error{"not a lease store"};
-    }
-    std::optional<std::chrono::microseconds> renew(const std::string&, const std::string&,
-                                                   std::int64_t, std::chrono::milliseconds,
-                                                   clock::time_point) override {
-        throw error{"not a lease store"};
-    }
-    bool release(const std::string&, const std::string&, std::int64_t) override {
-        throw error{"not a lease store"};
-    }
-    bool revoke(const std::string&) override { throw error{"not a lease store"}; }
-    std::optional<lease_record> status(const std::string&) override {
-        throw error{"not a lease store"};
-    }
-    bool listen() override { return false; }
-    bool wait_for_change(const std::string&, clock::time_point) noexcept override { return false; }
-    void interrupt() noexcept override {}
-
-    std::map<std::string, std::int64_t> floors;
-    std::chrono::milliseconds latency{0};
-    bool fail = false;
-    int raises = 0;
-    std::function<void()> before_raise;
-
-private:
-    fake_clock& m_clock;
-};
 
 // ttl 10 s, margin 1 s: the local deadline is 9 s after the acquire was sent.
 elector_config config_with(std::size_t downstreams) {
@@ -178,6 +125,29 @@ TEST(election_downstream, a_floor_already_above_the_epoch_refuses_the_term) {
     EXPECT_TRUE(has(events, election_event::kind::term_refused));
     EXPECT_FALSE(has(events, election_event::kind::started_leading));
     EXPECT_EQ(f.second.raises, 0); // stops at the first failure
+}
+
+TEST(election_downstream, a_store_id_that_cannot_be_read_refuses_the_term) {
+    fixture f;
+    int calls = 0; // the acquire passes; the store id (the next call) fails
+    f.mine.during_call([&] {
+        if (++calls == 2)
+            throw connection_lost{"fake: the store went away"};
+    });
+    const auto events = f.e.step();
+    EXPECT_FALSE(has(events, election_event::kind::started_leading));
+    ASSERT_TRUE(has(events, election_event::kind::term_refused));
+    for (const auto& ev : events) {
+        if (ev.what == election_event::kind::term_refused) {
+            EXPECT_NE(ev.why.find("lease_store_id(): fake: the store went away"), std::string::npos)
+                << ev.why;
+        }
+    }
+    EXPECT_EQ(f.first.raises, 0); // nothing raised under an unknown store id
+    EXPECT_FALSE(f.e.in_term());
+    const auto rec = f.record();
+    ASSERT_TRUE(rec.has_value());
+    EXPECT_FALSE(rec->valid); // released
 }
 
 TEST(election_downstream, no_downstreams_no_store_id_call) {

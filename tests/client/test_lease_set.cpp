@@ -89,6 +89,8 @@ TEST(lease_set, a_slow_callback_delays_no_renewal_and_callbacks_keep_their_order
     EXPECT_GE(set.renew_rounds(), 5U); // at 5, 10, ... 30 s
     EXPECT_LE(set.renew_rounds(), 6U);
     EXPECT_EQ(set.held_count(), 10U);
+    // The callback thread may not have run yet on a loaded machine.
+    ASSERT_TRUE(soon([&] { return !seen.lines().empty(); }));
     EXPECT_EQ(seen.lines(), std::vector<std::string>{"+job/0"});
 
     gate.set_value();

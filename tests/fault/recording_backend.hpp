@@ -94,7 +94,9 @@ public:
         return m_inner.wait_for_change(name, until);
     }
     void interrupt() noexcept override { m_inner.interrupt(); }
-    std::string store_id() override { return m_inner.store_id(); }
+    std::string store_id(pglease::clock::time_point deadline) override {
+        return m_inner.store_id(deadline);
+    }
 
 private:
     pglease::pq_backend m_inner;

@@ -148,9 +148,10 @@ public:
     // --- downstream fences (extension 1.4) ---------------------------------
 
     /// lease_store_id(): this database's identity as a lease store, which
-    /// downstream databases name the lease's floor by. Default: throws
-    /// error (not supported).
-    virtual std::string store_id();
+    /// downstream databases name the lease's floor by. Read once per
+    /// connection (again after a reconnect), bounded by @p deadline.
+    /// Default: throws error (not supported).
+    virtual std::string store_id(clock::time_point deadline);
 
     /// lease_raise(store, name, epoch) in this (downstream) database: raises
     /// the floor of (store, name) to @p epoch once the open fenced

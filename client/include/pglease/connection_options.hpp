@@ -30,8 +30,9 @@ namespace pglease {
 /// and `tcp_user_timeout` (= call_timeout); and every new session runs
 /// `SET statement_timeout` (= the larger of call_timeout and
 /// acquire_timeout) as a server-side backstop. Connecting is bounded by
-/// connect_timeout only. The lease's local deadline never depends on a call
-/// returning.
+/// connect_timeout only, except for a downstream's raise (extension 1.4):
+/// its connect and session setup also end by the grant's local deadline.
+/// The lease's local deadline never depends on a call returning.
 ///
 /// @code
 ///   pglease::connection_options opts;

@@ -90,7 +90,6 @@ private:
     backend& m_db;
     lease m_lease;
     std::vector<backend*> m_downstreams;
-    std::string m_store_id; ///< lease_store_id() of the lease's database, once read
     /// After a refused term, no acquire before this (a NOTIFY, such as the
     /// refusal's own release, must not make a candidate spin grants).
     clock::time_point m_refused_until{};

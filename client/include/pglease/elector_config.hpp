@@ -123,7 +123,8 @@ struct elector_config {
     /// would write there unfenced against a paused old leader; releasing
     /// lets a candidate that can reach them lead instead. The role needs
     /// EXECUTE on lease_raise in each. Each raise is also bounded by the
-    /// downstream's acquire_timeout. Rule: ttl - safety margin must exceed
+    /// downstream's acquire_timeout; its connect ends by the same deadline,
+    /// and the server ends the raise by then too (statement_timeout). Rule: ttl - safety margin must exceed
     /// each downstream's pg_lease.takeover_timeout plus the time to end a
     /// stalled writer (the defaults: 14 s against 1 s); otherwise a raise is
     /// cut off at the local deadline before it ends an old writer stalled

@@ -5,6 +5,7 @@
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
 #include "pglease/connection_options.hpp"
+#include "pglease/downstream.hpp"
 #include "pglease/election.hpp"
 #include "pglease/elector.hpp"
 #include "pglease/elector_config.hpp"

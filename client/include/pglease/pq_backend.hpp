@@ -83,9 +83,17 @@ public:
                                    clock::time_point deadline) override;
     std::vector<lease_record> list(const std::string& prefix) override;
     bool wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept override;
-    std::string store_id() override;
+    /// Cached on the session: one round trip per connection.
+    std::string store_id(clock::time_point deadline) override;
     /// Bounded by acquire_timeout (it may wait for a downstream's old
-    /// writers, as a takeover does) and @p deadline.
+    /// writers, as a takeover does) and @p deadline, on both sides: the
+    /// connect (opened lazily, reopened after a failure) ends by then, and
+    /// the statement carries its own statement_timeout to that instant, so
+    /// the server stops waiting (and ending old writers) when the caller
+    /// gave up. One round trip: `SET LOCAL statement_timeout = ...;
+    /// SELECT lease_raise(...)` in one message, one implicit transaction.
+    /// A session found dead at the raise (it died while idle) is replaced
+    /// once, within the same deadline: a raise is idempotent.
     bool raise(const std::string& store, const std::string& name, std::int64_t epoch,
                clock::time_point deadline) override;
 
@@ -106,7 +114,9 @@ private:
     struct session;
     class wakeup;
 
-    session& live();
+    /// The open session, or a new one whose connect ends by @p connect_by
+    /// (time_point::max(): libpq's connect_timeout alone).
+    session& live(clock::time_point connect_by = clock::time_point::max());
     void drop() noexcept;
     template <typename F>
     auto call(const char* what, clock::time_point deadline, F&& body);

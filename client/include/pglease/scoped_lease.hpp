@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace pglease {
 
@@ -42,6 +43,20 @@ public:
     scoped_lease(std::unique_ptr<backend> db, std::string name, lease_options options,
                  std::chrono::milliseconds wait, const clock& clk = system_clock());
 
+    /// As the first, and before the guard counts as held, raises the
+    /// lease's floor in each downstream database of @p downstreams
+    /// (extension 1.4; a connection of its own each, closed with the guard)
+    /// within the grant's local deadline, as the elector does at a term's
+    /// start. If one cannot be raised, the lease is released at once and
+    /// the guard is empty: refusal() says why (no retry, even with @p wait).
+    scoped_lease(std::string name, lease_options options, std::chrono::milliseconds wait,
+                 const connection_options& connection,
+                 const std::vector<connection_options>& downstreams);
+    /// The same over injected backends and clock (tests).
+    scoped_lease(std::unique_ptr<backend> db, std::string name, lease_options options,
+                 std::chrono::milliseconds wait, const clock& clk,
+                 std::vector<std::unique_ptr<backend>> downstreams);
+
     scoped_lease(const scoped_lease&) = delete;
     scoped_lease& operator=(const scoped_lease&) = delete;
     scoped_lease(scoped_lease&&) = delete;
@@ -59,6 +74,9 @@ public:
     explicit operator bool() const noexcept { return held(); }
 
     [[nodiscard]] std::int64_t epoch() const noexcept { return m_lease.epoch(); }
+    /// Why a grant was given back because a downstream floor could not be
+    /// raised (empty otherwise).
+    [[nodiscard]] const std::string& refusal() const noexcept { return m_refusal; }
     /// The holder the server named (another identity when this is empty).
     [[nodiscard]] std::string holder() const { return m_lease.holder(); }
     [[nodiscard]] fence_token token() const { return m_lease.token(); }
@@ -81,6 +99,8 @@ private:
     const clock& m_clock;
     std::unique_ptr<backend> m_db;
     lease m_lease;
+    std::vector<std::unique_ptr<backend>> m_downstreams;
+    std::string m_refusal;
     std::mutex m_mutex;
     std::condition_variable m_cv;
     bool m_stopping = false;
