@@ -133,14 +133,18 @@ while :; do
 	sleep 0.2
 done'
 
-# Each worker's pglease serves /healthz and /metrics on a port of its own.
-declare -A HTTP_PORT
+# Each worker's pglease serves /healthz and /metrics on a port the kernel
+# picks (--http 127.0.0.1:0; a port chosen here could be taken before it
+# binds) and prints at start: http_port reads the newest one.
 start_worker()
 {
-	[ -n "${HTTP_PORT[$1]:-}" ] || HTTP_PORT[$1]=$(pg_free_port)
 	DIR=$DIR "$PGLEASE" run --lease "$LEASE" --ttl "$TTL" --kill-after 500ms --identity "$1" \
-		--downstream "dbname=reports" --http "127.0.0.1:${HTTP_PORT[$1]}" -- sh -c "$JOB" >>"$DIR/$1.out" 2>>"$DIR/$1.err" &
+		--downstream "dbname=reports" --http 127.0.0.1:0 -- sh -c "$JOB" >>"$DIR/$1.out" 2>>"$DIR/$1.err" &
 	PID[$1]=$!
+}
+http_port()
+{
+	sed -n 's|.*serving /healthz and /metrics on http://127.0.0.1:\([0-9]*\).*|\1|p' "$DIR/$1.err" | tail -1
 }
 
 # http_get PORT PATH: the reply's status line and body (bash's /dev/tcp).
@@ -183,13 +187,13 @@ table "SELECT worker, epoch, count(*) AS rows FROM ledger GROUP BY 1, 2"
 note "health checks (pglease run --http): a load balancer or probe sends work to the leader only"
 healthy=0
 for w in worker-a worker-b worker-c; do
-	reply=$(http_get "${HTTP_PORT[$w]}" /healthz)
+	reply=$(http_get "$(http_port "$w")" /healthz)
 	printf '   %s  GET /healthz -> %s\n' "$w" "$(head -1 <<<"$reply" | cut -d' ' -f2-) $(tail -1 <<<"$reply")"
 	case $reply in "HTTP/1.1 200"*) healthy=$((healthy + 1)) ;; esac
 done
 [ "$healthy" = 1 ] || fail "expected exactly one healthy worker, got $healthy"
 note "and Prometheus metrics, from $L1's GET /metrics:"
-http_get "${HTTP_PORT[$L1]}" /metrics | grep -E '^pglease_(leader|epoch|renewals_total|renew_failures_total|lease_transitions)' | sed 's/^/   /'
+http_get "$(http_port "$L1")" /metrics | grep -E '^pglease_(leader|epoch|renewals_total|renew_failures_total|lease_transitions)' | sed 's/^/   /'
 
 say "$L1 freezes: SIGSTOP on its pglease and on its job's process group, longer than the ttl ($TTL)"
 PGID1=$(cat "$DIR/$L1.pgid")

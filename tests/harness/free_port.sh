@@ -1,11 +1,19 @@
 # pg_free_port: a loopback TCP port that nothing listens on.  Sourced by
 # the cluster harness and by the benchmarks' etcd/Redis starter; it defines
 # only this function (no traps).
+#
+# Ports come from 10000 up to the kernel's ephemeral range
+# (ip_local_port_range): a port in that range can be taken at any moment as
+# the local end of some outbound connection, which no probe sees (a Patroni
+# node once failed to bind one while another suite ran).
 pg_free_port()
 {
-	local port
+	local port low=32768 span
+	read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+	[ "$low" -gt 11000 ] || low=32768
+	span=$((low - 10000))
 	for _ in $(seq 1 200); do
-		port=$((20000 + RANDOM % 30000))
+		port=$((10000 + (RANDOM * 32768 + RANDOM) % span))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return 0
