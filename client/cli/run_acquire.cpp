@@ -102,8 +102,7 @@ int supervisor::acquire_phase() {
             announced = true;
             if (m_a.take_over) {
                 ask_for_takeover();
-                if (!m_asked_holder.empty()) // try (and ask) again on the backoff
-                    wake = std::min(wake, m_asked_at + m_ask_every);
+                wake = std::min(wake, m_ask.next()); // try (and ask) again on the backoff
             }
             if (const auto hint = m_lease.expiry_hint())
                 wake = std::min(wake, std::max(*hint, steady::now() + milliseconds{1}));

@@ -6,8 +6,8 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "run_handover.hpp"
 #include "run_observability.hpp"
+#include "takeover_listener.hpp"
 
 #include <pglease/lease.hpp>
 #include <pglease/pq_backend.hpp>
@@ -36,7 +36,8 @@ public:
         : m_g{g}
         , m_a{a}
         , m_db{make_connection_options(g, a.timing.call_timeout)}
-        , m_lease{m_db, a.lease, lease_options_for(a)} {}
+        , m_lease{m_db, a.lease, lease_options_for(a)}
+        , m_ask{a.timing.retry, a.timing.ttl} {}
     supervisor(const supervisor&) = delete;
     supervisor& operator=(const supervisor&) = delete;
     supervisor(supervisor&&) = delete;
@@ -89,12 +90,11 @@ private:
     std::atomic<bool> m_refused{false};
     std::unique_ptr<run_observability> m_http; ///< --http: /healthz and /metrics
 
-    std::unique_ptr<takeover_requester> m_requester; ///< --take-over, while waiting
-    std::string m_asked_holder;                      ///< whom we asked last
-    steady::time_point m_asked_at{};
-    std::chrono::milliseconds m_ask_every{0};      ///< backoff of repeated requests
-    std::unique_ptr<handover_listener> m_listener; ///< requests to us, while holding
-    std::optional<accepted_request> m_handover;    ///< the request we act on
+    // Planned take-over (protocol: client/src/takeover_listener.hpp).
+    std::unique_ptr<detail::takeover_requester> m_requester; ///< --take-over, while waiting
+    detail::takeover_schedule m_ask;                         ///< whom to ask, when
+    std::unique_ptr<detail::takeover_listener> m_listener;   ///< requests to us, while holding
+    std::optional<detail::accepted_takeover> m_handover;     ///< the request we act on
 };
 
 } // namespace pglease::cli

@@ -52,6 +52,11 @@ bool backend::wait_for_prefix(const std::string& prefix, clock::time_point until
     return wait_for_change(prefix, until);
 }
 
+bool backend::wait_for_free(const std::set<std::string>& /*names*/, clock::time_point until,
+                            std::vector<std::string>& /*freed*/) noexcept {
+    return wait_for_change(std::string{}, until); // no lease has an empty name
+}
+
 std::optional<std::int64_t> backend::handover(const std::string& name, const std::string&,
                                               std::int64_t, const std::string&) {
     throw error{"lease_handover: not supported by this backend (lease \"" + name + "\")"};

@@ -3,9 +3,11 @@
 /// next due time; and the term's worker thread.
 #include "pglease/elector.hpp"
 
+#include "conninfo.hpp"
 #include "pglease/downstream.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
+#include "takeover_listener.hpp"
 #include "timing_rules.hpp"
 
 #include <algorithm>
@@ -34,6 +36,7 @@ elector::elector(elector_config config, std::unique_ptr<backend> db, const clock
                  std::vector<std::unique_ptr<backend>> downstreams)
     : m_config{detail::validated(std::move(config))}
     , m_clock{clk}
+    , m_takeover_conninfo{db ? std::string{} : detail::build_conninfo(m_config.connection)}
     , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_config.connection)}
     , m_downstreams{std::move(downstreams)}
     , m_election{*m_db, m_config, m_clock, std::random_device{}(), pointers(m_downstreams)} {
@@ -101,6 +104,13 @@ void elector::start_term(std::int64_t epoch) {
         if (m_stopping.load())
             m_source->request_stop();
     }
+    m_led = true;
+    m_takeover_requester.reset(); // asked for the first term only
+    if (m_config.answer_take_over_requests && !m_takeover_conninfo.empty())
+        m_takeover_listener = std::make_unique<detail::takeover_listener>(
+            m_takeover_conninfo, m_config.lease_name, m_config.identity,
+            [this](const detail::accepted_takeover& a) { take_over_requested(a.requester); },
+            nullptr);
     m_worker = std::thread{[this, epoch, token] {
         m_worker_id.store(std::this_thread::get_id()); // yield_to() refuses this thread
         try {
@@ -114,6 +124,7 @@ void elector::start_term(std::int64_t epoch) {
 }
 
 void elector::end_term() {
+    m_takeover_listener.reset(); // returns at once; no request is served after this
     {
         const std::lock_guard lock{m_mutex};
         if (m_source)
@@ -190,7 +201,7 @@ void elector::run() noexcept {
         }
         if (m_stopping.load())
             break;
-        auto wake = m_election.next_step();
+        auto wake = std::min(m_election.next_step(), ask_for_take_over());
         if (m_election.in_term())
             wake = std::min(wake, m_election.current().deadline());
         (void)m_db->wait_for_change(m_config.lease_name, wake);

@@ -6,9 +6,20 @@
 
 namespace pglease::detail {
 
-/// The lease a NOTIFY pg_lease payload is about: its "name" member, or "*"
-/// (every waiter wakes) when the payload is not the JSON object the
-/// extension sends. Never throws on bad input; fuzzed in tests/fuzz.
+/// What a waiter needs of one NOTIFY pg_lease payload.
+struct notified_event {
+    /// The payload's "name" member, or "*" (every waiter wakes) when the
+    /// payload is not the JSON object the extension sends.
+    std::string name;
+    /// True when the lease is free now ("released", "revoked"), or when the
+    /// payload cannot be read (a waiter had better look).
+    bool freed = true;
+};
+
+/// Reads @p payload. Never throws on bad input; fuzzed in tests/fuzz.
+[[nodiscard]] notified_event read_notified_event(const std::string& payload);
+
+/// read_notified_event(payload).name.
 [[nodiscard]] std::string notified_lease_name(const std::string& payload);
 
 } // namespace pglease::detail

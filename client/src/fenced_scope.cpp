@@ -42,6 +42,28 @@ void give_back(std::unique_ptr<call_watchdog> dog) noexcept {
         cached = std::move(dog);
 }
 
+/// The cancel request of the session a thread last watched. A session's
+/// cancel key never changes, so while the socket and the backend's pid
+/// stay the same the request is reused: no probe transaction, no
+/// PQgetCancel and no allocation per fenced transaction.
+struct session_cancel {
+    int socket = -1;
+    int pid = 0;
+    std::function<void()> request;
+};
+
+const std::function<void()>& cancel_for(pqxx::connection_base& conn,
+                                        const pqxx::dbtransaction* tx) {
+    thread_local session_cancel cached;
+    const int socket = conn.sock();
+    const int pid = conn.backendpid();
+    if (cached.request && cached.socket == socket && cached.pid == pid)
+        return cached.request;
+    auto* handle = tx != nullptr ? pq_handle(*tx) : pq_handle(conn);
+    cached = session_cancel{socket, pid, cancel_request(handle)};
+    return cached.request;
+}
+
 /// libpqxx reopens a broken connection at its next statement, but the
 /// watch needs the new socket before that: reopen it now. The first
 /// activate() after a break only drops the dead handle (libpqxx 6.4), the
@@ -105,9 +127,8 @@ struct fenced_scope::impl {
             return;
         if (!dog)
             dog = take_watchdog();
-        auto* handle = tx != nullptr ? pq_handle(*tx) : pq_handle(conn);
         socket = conn.sock();
-        dog->arm(bound.deadline, socket, cancel_request(handle), bound.extend);
+        dog->arm(bound.deadline, socket, cancel_for(conn, tx), bound.extend);
         armed = true;
     }
 

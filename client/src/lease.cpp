@@ -135,7 +135,20 @@ bool lease::release() {
     if (epoch == 0)
         return false;
     m_deadline.store(lost); // stop claiming before the server hears of it
-    return m_db.release(m_name, m_options.identity, epoch);
+    // A session found broken fails the call before the server saw it; the
+    // next call reconnects. Try again while the grant may still be valid on
+    // the server, so a clean stop hands the lease on instead of leaving the
+    // successor to wait out the ttl. A timeout is not tried again (the
+    // server is slow: a second call would only add to its load).
+    const auto worth_until = renewed_at() + m_options.ttl;
+    for (int tries = 1;; ++tries) {
+        try {
+            return m_db.release(m_name, m_options.identity, epoch);
+        } catch (const connection_lost&) {
+            if (tries >= release_tries || m_clock.now() >= worth_until)
+                throw;
+        }
+    }
 }
 
 std::optional<std::int64_t> lease::hand_over(const std::string& successor) {

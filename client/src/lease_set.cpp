@@ -127,10 +127,12 @@ void lease_set::dispatch(std::vector<lease_set_event> events) {
 }
 
 void lease_set::run() noexcept {
-    // The set does not LISTEN: it wakes at its next step or at interrupt()
-    // (add, remove, a callback done, report_lost, stop).
-    const std::string no_event;
+    // It wakes at its next step, at interrupt() (add, remove, a callback
+    // done, report_lost, stop), or at a NOTIFY for a wanted lease (released,
+    // revoked, handed over), which makes the next step try to acquire.
+    (void)m_db->listen();
     bool stopping = false;
+    std::vector<std::string> freed;
     for (;;) {
         try {
             apply_changes();
@@ -142,12 +144,13 @@ void lease_set::run() noexcept {
         } catch (const std::exception&) {
             // Not expected (step() handles backend errors): keep going, but
             // not in a tight loop.
-            (void)m_db->wait_for_change(no_event, m_clock.now() + m_config.retry_period);
+            (void)m_db->wait_for_free({}, m_clock.now() + m_config.retry_period, freed);
             continue;
         }
         if (m_state.stopped())
             break;
-        (void)m_db->wait_for_change(no_event, m_state.next_step());
+        if (m_db->wait_for_free(m_state.wanted(), m_state.next_step(), freed))
+            m_state.lease_freed(freed);
     }
 }
 

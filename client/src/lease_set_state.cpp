@@ -33,6 +33,17 @@ void lease_set_state::add(const std::string& name) {
     }
 }
 
+void lease_set_state::lease_freed(const std::vector<std::string>& names) {
+    if (m_stopping)
+        return;
+    if (names.empty())
+        m_next_acquire = m_clock.now(); // which is unknown: try every one
+    for (const std::string& name : names)
+        if (m_wanted.count(name) > 0 && m_terms.count(name) == 0)
+            m_freed.insert(name);
+    m_next = m_clock.now();
+}
+
 void lease_set_state::remove(const std::string& name) {
     // The term ends at the next step (step 1), which also releases it.
     if (m_wanted.erase(name) > 0)
@@ -166,12 +177,18 @@ void lease_set_state::release_done() {
         }
         done.push_back(name);
     }
-    if (!names.empty()) {
+    // A broken session is found by the call itself (the next one
+    // reconnects): try again, as lease::release() does, within the bound.
+    for (int tries = 1; !names.empty(); ++tries) {
         try {
             (void)m_db.release_many(names, m_config.identity, epochs, bound);
             ++m_releases;
+            break;
+        } catch (const connection_lost&) {
+            if (tries >= lease::release_tries || m_clock.now() >= bound)
+                break; // unreachable server: the leases expire on their own
         } catch (const error&) {
-            // Unreachable server: the leases expire on their own.
+            break; // a timeout: the server is slow; the leases expire on their own
         }
     }
     const std::lock_guard lock{m_mutex};
@@ -192,14 +209,27 @@ std::vector<std::string> lease_set_state::unheld_wanted() const {
 
 void lease_set_state::acquire_wanted(std::vector<lease_set_event>& events) {
     // 5. Every wanted lease without a term, in one round trip (sorted, as
-    //    m_wanted is), bounded so that the next renewal is not delayed.
+    //    m_wanted is), bounded so that the next renewal is not delayed; or,
+    //    before that is due, only those an event said were freed.
     const auto now = m_clock.now();
-    if (now < m_next_acquire)
-        return;
     if (m_next_renew != clock::time_point::max() && now >= m_next_renew)
         return; // renew first; the next step comes at once
-    const std::vector<std::string> names = unheld_wanted();
+    if (now < m_next_acquire) {
+        std::vector<std::string> freed;
+        for (const std::string& name : m_freed)
+            if (m_wanted.count(name) > 0 && m_terms.count(name) == 0)
+                freed.push_back(name);
+        m_freed.clear();
+        acquire(events, freed);
+        return;
+    }
+    m_freed.clear();
     m_next_acquire = now + detail::jittered(m_config.retry_period, m_config.jitter_factor, m_rng);
+    acquire(events, unheld_wanted());
+}
+
+void lease_set_state::acquire(std::vector<lease_set_event>& events,
+                              const std::vector<std::string>& names) {
     if (names.empty())
         return;
     const auto bound = std::min(call_bound(), m_next_renew);
@@ -277,6 +307,8 @@ void lease_set_state::schedule() {
     }
     if (any_held)
         next = std::min(next, m_next_renew);
+    if (!m_stopping && !m_freed.empty())
+        next = now;
     if (!m_stopping && !unheld_wanted().empty())
         next = std::min(next, m_next_acquire);
     m_next = std::max(next, now);

@@ -70,11 +70,10 @@ pq_backend::session& pq_backend::live(clock::time_point connect_by) {
             " attempts the server was too busy to accept"};
     const auto failed = [&](const std::string& why) {
         const auto took = std::chrono::steady_clock::now() - attempt;
-        backoff.failed(m_conninfo, std::chrono::steady_clock::now(),
-                       detail::overloaded_attempt(why),
-                       std::max<std::chrono::steady_clock::duration>(
-                           took, std::chrono::milliseconds{500}),
-                       m_options.reconnect_backoff_max);
+        backoff.failed(
+            m_conninfo, std::chrono::steady_clock::now(), detail::overloaded_attempt(why),
+            std::max<std::chrono::steady_clock::duration>(took, std::chrono::milliseconds{500}),
+            m_options.reconnect_backoff_max);
     };
     try {
         auto fresh = std::make_shared<session>(m_conninfo, connect_by);
@@ -109,7 +108,7 @@ pq_backend::session& pq_backend::live(clock::time_point connect_by) {
     }
     if (m_listen_wanted) {
         try {
-            m_session->listener = std::make_unique<receiver>(m_session->conn, m_changed);
+            m_session->listener = std::make_unique<receiver>(m_session->conn, m_changed, m_freed);
         } catch (const std::exception&) {
             // Degrade: waiters wake at the known expiry only.
         }
@@ -166,8 +165,8 @@ bool pq_backend::raise(const std::string& store, const std::string& name, std::i
                 left - std::min(raise_reply_margin, left / 4), std::chrono::milliseconds{1});
             const pqxx::result r =
                 tx.exec("SET LOCAL statement_timeout = " + std::to_string(server_limit.count()) +
-                        "; " + m_sql->raise_call + "(" + tx.quote(store) + ", " +
-                        tx.quote(name) + ", " + std::to_string(epoch) + ")");
+                        "; " + m_sql->raise_call + "(" + tx.quote(store) + ", " + tx.quote(name) +
+                        ", " + std::to_string(epoch) + ")");
             if (r.size() != 1)
                 throw pqxx::unexpected_rows{"expected 1 row from lease_raise, got " +
                                             std::to_string(r.size())};
@@ -218,7 +217,7 @@ bool pq_backend::listen() {
         session& s = live();
         s.end_calls(); // LISTEN outside libpqxx's open transaction object
         if (!s.listener)
-            s.listener = std::make_unique<receiver>(s.conn, m_changed);
+            s.listener = std::make_unique<receiver>(s.conn, m_changed, m_freed);
         return true;
     } catch (const std::exception&) {
         return false;
@@ -228,9 +227,11 @@ bool pq_backend::listen() {
 template <typename Consume>
 bool pq_backend::wait_until_event(Consume&& consume, clock::time_point until) noexcept {
     const auto take = [&] {
-        const bool hit = consume() + m_changed.erase("*") > 0;
+        const bool hit = consume() + m_changed.erase("*") + m_freed.erase("*") > 0;
         if (m_changed.size() > 1024)
             m_changed.clear();
+        if (m_freed.size() > 1024)
+            m_freed.clear();
         return hit;
     };
     for (;;) {
@@ -277,6 +278,32 @@ bool pq_backend::wait_for_prefix(const std::string& prefix, clock::time_point un
             while (it != m_changed.end() && it->compare(0, prefix.size(), prefix) == 0) {
                 it = m_changed.erase(it);
                 ++hits;
+            }
+            return hits;
+        },
+        until);
+}
+
+bool pq_backend::wait_for_free(const std::set<std::string>& names, clock::time_point until,
+                               std::vector<std::string>& freed) noexcept {
+    // m_freed holds the few leases freed since the last wait: look those
+    // up in the wanted set, not the other way round.
+    freed.clear();
+    return wait_until_event(
+        [&]() -> std::size_t {
+            std::size_t hits = 0;
+            for (auto it = m_freed.begin(); it != m_freed.end();) {
+                if (names.count(*it) > 0) {
+                    try {
+                        freed.push_back(*it);
+                    } catch (const std::bad_alloc&) {
+                        freed.clear(); // unknown which: the caller tries them all
+                    }
+                    it = m_freed.erase(it);
+                    ++hits;
+                } else {
+                    ++it;
+                }
             }
             return hits;
         },

@@ -28,16 +28,24 @@ namespace detail {
 /// Collects the lease names of NOTIFY pg_lease payloads.
 class receiver final : public pqxx::notification_receiver {
 public:
-    receiver(pqxx::connection_base& conn, std::set<std::string>& sink)
+    /// Every event's lease name goes to @p changed, the names of leases
+    /// that are free now (released, revoked) to @p freed as well.
+    receiver(pqxx::connection_base& conn, std::set<std::string>& changed,
+             std::set<std::string>& freed)
         : pqxx::notification_receiver{conn, "pg_lease"}
-        , m_sink{sink} {}
+        , m_changed{changed}
+        , m_freed{freed} {}
 
     void operator()(const std::string& payload, int /*backend_pid*/) override {
-        m_sink.insert(detail::notified_lease_name(payload));
+        detail::notified_event event = detail::read_notified_event(payload);
+        if (event.freed)
+            m_freed.insert(event.name);
+        m_changed.insert(std::move(event.name));
     }
 
 private:
-    std::set<std::string>& m_sink;
+    std::set<std::string>& m_changed;
+    std::set<std::string>& m_freed;
 };
 
 /// Notices the server's warning that a commit stopped waiting for its

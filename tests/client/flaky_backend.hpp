@@ -8,6 +8,9 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
 namespace pglease::test {
 
@@ -21,9 +24,16 @@ public:
         : m_inner{std::move(inner)} {}
 
     std::atomic<bool> fail{false};
+    std::atomic<int> fail_next{0}; ///< the next N calls fail as while `fail`
     std::atomic<int> renew_many_calls{0};
     std::atomic<int> acquire_many_calls{0};
     std::atomic<int> release_many_calls{0};
+
+    /// The names of the last acquire_many call.
+    std::vector<std::string> last_acquired() const {
+        const std::lock_guard lock{m_mutex};
+        return m_last_acquired;
+    }
 
     acquire_reply acquire(const std::string& n, const std::string& h, std::chrono::milliseconds t,
                           clock::time_point d) override {
@@ -52,6 +62,10 @@ public:
                                             std::chrono::milliseconds t,
                                             clock::time_point d) override {
         check();
+        {
+            const std::lock_guard lock{m_mutex};
+            m_last_acquired = n;
+        }
         ++acquire_many_calls;
         return m_inner->acquire_many(n, h, t, d);
     }
@@ -75,14 +89,26 @@ public:
     bool wait_for_prefix(const std::string& p, clock::time_point u) noexcept override {
         return m_inner->wait_for_prefix(p, u);
     }
+    bool wait_for_free(const std::set<std::string>& n, clock::time_point u,
+                       std::vector<std::string>& f) noexcept override {
+        return m_inner->wait_for_free(n, u, f);
+    }
     void interrupt() noexcept override { m_inner->interrupt(); }
 
 private:
-    void check() const {
-        if (fail.load())
+    bool take_one_failure() {
+        int left = fail_next.load();
+        while (left > 0 && !fail_next.compare_exchange_weak(left, left - 1)) {
+        }
+        return left > 0;
+    }
+    void check() {
+        if (fail.load() || take_one_failure())
             throw connection_lost{"flaky_backend: connection lost"};
     }
     std::unique_ptr<backend> m_inner;
+    mutable std::mutex m_mutex;
+    std::vector<std::string> m_last_acquired;
 };
 
 } // namespace pglease::test

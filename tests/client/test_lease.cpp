@@ -201,6 +201,30 @@ TEST_F(lease_fixture, acquire_for_retries_after_connection_errors) {
     EXPECT_EQ(db_a.acquires(), 3);
 }
 
+TEST_F(lease_fixture, a_release_on_a_broken_session_is_made_again_and_frees_the_lease) {
+    ASSERT_TRUE(a.acquire());
+    db_a.fail_before(2); // the session broke: the third call reconnects
+    EXPECT_TRUE(a.release());
+    EXPECT_FALSE(a.held());
+    EXPECT_TRUE(b.acquire()); // free at once: b does not wait out the ttl
+}
+
+TEST_F(lease_fixture, a_release_gives_up_after_three_calls_or_once_the_grant_may_have_expired) {
+    ASSERT_TRUE(a.acquire());
+    db_a.fail_before(3);
+    EXPECT_THROW((void)a.release(), connection_lost);
+    EXPECT_FALSE(a.held());
+    EXPECT_FALSE(b.acquire()); // still a's on the server, until it expires
+
+    // Past the last request's send time + ttl nothing is left to free: one
+    // call only (the next one, after the failure, would reach the store).
+    ASSERT_TRUE(a.acquire());
+    clk.advance(10s);
+    db_a.fail_before(1);
+    EXPECT_THROW((void)a.release(), connection_lost);
+    EXPECT_EQ(store.row("job").holder, "a");
+}
+
 TEST(scoped_lease, holds_renews_and_releases) {
     fake_store store{system_clock()};
     lease_options o;

@@ -1,7 +1,8 @@
 /// @file test_lease_set.cpp
 /// @brief The threaded lease_set over the test double's store and manual
 /// clock: callbacks run on their own thread, in order, and a slow one
-/// delays no renewal; remove() and stop() release after on_lost returned.
+/// delays no renewal; remove() and stop() release after on_lost returned; a
+/// wanted lease released or revoked elsewhere is tried at once.
 #include "flaky_backend.hpp"
 #include "pglease/lease_set.hpp"
 #include "pglease/testing.hpp"
@@ -150,6 +151,39 @@ TEST(lease_set, remove_from_another_thread_signals_the_token_then_releases) {
     ASSERT_TRUE(soon([&] { return set.held("job/9"); }));
     EXPECT_EQ(store.row("job/9").holder, "a");
     EXPECT_THROW(set.add(""), config_error);
+}
+
+TEST(lease_set, a_release_elsewhere_wakes_it_and_only_the_freed_lease_is_tried) {
+    lease_store store;
+    const std::int64_t held_b = store.mark_held_elsewhere("job/0", "b", 60s);
+    (void)store.mark_held_elsewhere("job/1", "c", 60s);
+    auto owned = std::make_unique<flaky_backend>(store.connect());
+    flaky_backend& db = *owned;
+    lease_set set{config(2), std::move(owned), store.clock()};
+    set.start();
+    ASSERT_TRUE(store.wait_until_waiting(1));
+    EXPECT_EQ(set.held_count(), 0U);
+    EXPECT_EQ(db.acquire_many_calls.load(), 1); // both tried once, both held elsewhere
+
+    // A grant to someone else is no reason to try: no wake, no round trip.
+    (void)store.mark_held_elsewhere("job/1", "d", 60s); // a takeover of an expired grant
+    (void)store.mark_held_elsewhere("other", "d", 60s); // a lease it does not want
+    EXPECT_EQ(db.acquire_many_calls.load(), 1);
+
+    // A release of a wanted lease wakes it at once (the clock stands still:
+    // not the retry period, not the expiry), and only that lease is tried.
+    ASSERT_TRUE(store.release("job/0", "b", held_b));
+    ASSERT_TRUE(soon([&] { return set.held("job/0"); }));
+    EXPECT_EQ(db.acquire_many_calls.load(), 2);
+    EXPECT_EQ(db.last_acquired(), std::vector<std::string>{"job/0"});
+    EXPECT_EQ(store.row("job/0").holder, "a");
+    EXPECT_EQ(store.row("job/1").holder, "d");
+
+    // A revoke wakes it the same way.
+    ASSERT_TRUE(store.revoke("job/1"));
+    ASSERT_TRUE(soon([&] { return set.held("job/1"); }));
+    EXPECT_EQ(db.last_acquired(), std::vector<std::string>{"job/1"});
+    set.stop();
 }
 
 TEST(lease_set, report_lost_ends_the_term_at_once) {

@@ -246,6 +246,26 @@ TEST(lease_set_state, stop_releases_everything_in_one_round_trip_once_every_on_l
         EXPECT_EQ(store.row(n).holder, "") << n;
 }
 
+TEST(lease_set_state, a_release_on_a_broken_session_is_made_again_three_calls_in_all) {
+    // Two broken calls: the third reconnects and frees them. Three: the
+    // leases are left to expire.
+    for (const int broken : {2, 3}) {
+        lease_store store;
+        hand_set a{store, "a", 5};
+        (void)a.state.step();
+        ASSERT_EQ(a.state.held_count(), 5U);
+        for (const auto& e : a.state.stop())
+            a.state.callback_done(e.name, e.epoch);
+        a.db.fail_next = broken;
+        (void)a.state.step();
+        EXPECT_TRUE(a.state.stopped()) << broken;
+        EXPECT_EQ(a.db.fail_next.load(), 0) << broken;
+        EXPECT_EQ(a.state.release_rounds(), broken < 3 ? 1U : 0U) << broken;
+        for (const auto& n : names(5))
+            EXPECT_EQ(store.row(n).holder, broken < 3 ? "" : "a") << n << " " << broken;
+    }
+}
+
 TEST(lease_set_state, stop_without_release_on_stop_leaves_the_leases_to_expire) {
     lease_store store;
     auto cfg = config("a", 5);

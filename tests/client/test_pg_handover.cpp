@@ -3,9 +3,7 @@
 /// a campaigning successor (the old work ends before the successor starts,
 /// the old epoch is refused), to an identity nobody runs (the lease waits
 /// for its ttl), and stop() with preferred_successor.
-#include "pg_fixture.hpp"
-#include "pglease/elector.hpp"
-#include "pglease/error.hpp"
+#include "handover_timeline.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -18,78 +16,6 @@ using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 using ms = std::chrono::milliseconds;
 
-/// One elector's timeline: when its work ended, when it was told it stopped
-/// leading, when it started leading, and its fenced writes.
-struct timeline {
-    std::mutex mutex;
-    std::atomic<int> started{0};
-    std::atomic<int> stopped{0};
-    std::atomic<std::int64_t> epoch{0};
-    std::atomic<int> writes{0};
-    steady::time_point started_at{};
-    steady::time_point work_ended_at{};
-    steady::time_point stopped_at{};
-    std::atomic<elector*> self{nullptr};
-    std::string table; ///< fenced table the work writes to, if any
-    ms wind_down{0};   ///< the work's clean-up after its stop token fired
-
-    elector_callbacks callbacks() {
-        elector_callbacks c;
-        c.on_started_leading = [this](std::int64_t e, const stop_token& stop) {
-            {
-                const std::lock_guard lock{mutex};
-                started_at = steady::now();
-                epoch = e;
-            }
-            ++started;
-            if (!table.empty()) {
-                // Leader work: fenced writes until told to stop.
-                pqxx::connection app{""};
-                const std::string insert =
-                    "INSERT INTO " + app.quote_name(table) + " (note) VALUES ('work')";
-                while (!stop.wait_for(20ms)) {
-                    try {
-                        self.load()->run_fenced(app, [&](pqxx::work& tx) { tx.exec0(insert); });
-                        ++writes;
-                    } catch (const lease_lost&) {
-                        break;
-                    }
-                }
-            }
-            std::this_thread::sleep_for(wind_down); // e.g. flushing, closing files
-            const std::lock_guard lock{mutex};
-            work_ended_at = steady::now();
-        };
-        c.on_stopped_leading = [this] {
-            {
-                const std::lock_guard lock{mutex};
-                stopped_at = steady::now();
-            }
-            ++stopped;
-        };
-        return c;
-    }
-
-    steady::time_point at(steady::time_point timeline::*which) {
-        const std::lock_guard lock{mutex};
-        return this->*which;
-    }
-};
-
-/// ttl 2 s, renew deadline 1.5 s, retry 1 s (x1.2): a follower's timer is
-/// slower than the NOTIFY by far, so a fast start proves the wake-up.
-elector_config config(const std::string& lease, timeline& t, const std::string& identity) {
-    elector_config c;
-    c.lease_name = lease;
-    c.identity = identity;
-    c.ttl = 2000ms;
-    c.renew_deadline = 1500ms;
-    c.retry_period = 1000ms;
-    c.connection = env_options("pglease-handover-test");
-    c.callbacks = t.callbacks();
-    return c;
-}
-
 class pg_handover : public pg_test {};
 
 TEST_F(pg_handover, yield_to_hands_over_after_the_work_stopped_and_fences_the_old_epoch) {
@@ -101,11 +27,11 @@ TEST_F(pg_handover, yield_to_hands_over_after_the_work_stopped_and_fences_the_ol
     ta.table = table;
     tb.table = table;
     ta.wind_down = 200ms; // a successor that started early would overlap it
-    elector a{config(name, ta, unique_name("old"))};
+    elector a{handover_config(name, ta, unique_name("old"))};
     ta.self = &a;
     a.start();
     ASSERT_TRUE(eventually([&] { return a.leading() && ta.writes > 2; }, 5s));
-    elector b{config(name, tb, unique_name("new"))};
+    elector b{handover_config(name, tb, unique_name("new"))};
     tb.self = &b;
     b.start();
     ASSERT_TRUE(eventually([&] { return b.leader() == a.identity(); }, 5s));
@@ -162,7 +88,7 @@ TEST_F(pg_handover, yield_to_hands_over_after_the_work_stopped_and_fences_the_ol
 TEST_F(pg_handover, yield_to_an_identity_nobody_runs_leaves_the_lease_until_its_ttl) {
     const auto name = unique_name("ghost");
     timeline ta;
-    elector a{config(name, ta, unique_name("alive"))};
+    elector a{handover_config(name, ta, unique_name("alive"))};
     a.start();
     ASSERT_TRUE(eventually([&] { return a.leading(); }, 5s));
     const auto old_epoch = a.epoch();
@@ -194,10 +120,10 @@ TEST_F(pg_handover, yield_to_reports_what_it_did_when_there_is_nothing_to_hand_o
     const auto name = unique_name("noterm");
     timeline ta;
     timeline tb;
-    elector a{config(name, ta, unique_name("leader"))};
+    elector a{handover_config(name, ta, unique_name("leader"))};
     a.start();
     ASSERT_TRUE(eventually([&] { return a.leading(); }, 5s));
-    elector b{config(name, tb, unique_name("follower"))};
+    elector b{handover_config(name, tb, unique_name("follower"))};
     EXPECT_EQ(b.yield_to(a.identity()).what, handover_result::outcome::not_leading); // not started
     b.start();
     ASSERT_TRUE(eventually([&] { return b.leader() == a.identity(); }, 5s));
@@ -216,15 +142,15 @@ TEST_F(pg_handover, stop_with_preferred_successor_hands_over_instead_of_releasin
     timeline tc;
     const auto id_b = unique_name("preferred_b");
     ta.wind_down = 200ms;
-    auto cfg_a = config(name, ta, unique_name("preferred_a"));
+    auto cfg_a = handover_config(name, ta, unique_name("preferred_a"));
     cfg_a.preferred_successor = id_b;
     auto a = std::make_unique<elector>(cfg_a);
     a->start();
     ASSERT_TRUE(eventually([&] { return a->leading(); }, 5s));
     // Two followers: the preferred one must win, not whoever is quicker.
-    elector c{config(name, tc, unique_name("preferred_c"))};
+    elector c{handover_config(name, tc, unique_name("preferred_c"))};
     c.start();
-    elector b{config(name, tb, id_b)};
+    elector b{handover_config(name, tb, id_b)};
     b.start();
     ASSERT_TRUE(eventually([&] { return b.leader() == a->identity(); }, 5s));
     ASSERT_TRUE(eventually([&] { return c.leader() == a->identity(); }, 5s));

@@ -241,6 +241,27 @@ TEST_F(pg_lease, connection_lost_before_commit_and_unknown_outcome_at_commit) {
     EXPECT_TRUE(l.held());
 }
 
+TEST_F(pg_lease, a_release_whose_session_died_while_idle_reconnects_and_frees_the_lease) {
+    const auto name = unique_name("release_dead");
+    pq_backend db{env_options()};
+    lease l{db, name, with_ttl(30s)};
+    ASSERT_TRUE(l.acquire());
+    const int pid = db.server_pid();
+    ASSERT_GT(pid, 0);
+    {
+        pqxx::nontransaction k{admin()};
+        k.exec_params("SELECT pg_terminate_backend($1, 5000)", pid); // waits for it to exit
+    }
+    // The first call finds the session dead; the second reconnects. Without
+    // it the lease would stay held on the server for its 30 s ttl.
+    EXPECT_TRUE(l.release());
+    EXPECT_FALSE(l.held());
+    const auto s = lease_status(name);
+    EXPECT_FALSE(s.valid);
+    EXPECT_EQ(s.holder, "");
+    EXPECT_NE(db.server_pid(), pid);
+}
+
 TEST_F(pg_lease, server_rejects_a_ttl_above_its_maximum) {
     pq_backend db{env_options()};
     lease l{db, unique_name("maxttl"), with_ttl(std::chrono::hours{24 * 3})};

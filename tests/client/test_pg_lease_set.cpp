@@ -3,7 +3,7 @@
 /// statement (one transaction) per cycle; two sets competing for the same
 /// names never both hold one; a set cut off from the server steps down
 /// before its leases expire there, then acquires them again; fenced work on
-/// one lease of a set.
+/// one lease of a set; a lease released elsewhere is taken at its NOTIFY.
 #include "pg_fixture.hpp"
 #include "pglease/lease_set.hpp"
 
@@ -143,6 +143,34 @@ TEST_F(pg_lease_set, two_sets_over_the_same_names_never_both_hold_one) {
         }
         EXPECT_EQ(s.epoch, s.holder == "holder-a" ? a.epoch(names[i]) : b.epoch(names[i]));
     }
+}
+
+TEST_F(pg_lease_set, a_lease_released_elsewhere_is_taken_at_once_not_at_the_retry_period) {
+    const std::string name = unique_name("ls_wake");
+    std::int64_t epoch = 0;
+    {
+        pqxx::nontransaction tx{admin()};
+        epoch = tx.exec_params("SELECT epoch FROM lease_acquire($1, 'other', '60 s')", name)[0][0]
+                    .as<std::int64_t>();
+    }
+    auto cfg = fast_config("holder-a", {name}, unique_name("ls_wake_a"));
+    cfg.ttl = 60s; // retry period 20 s: a wake-up at it would come too late below
+    cfg.renew_deadline = 40s;
+    cfg.retry_period = 20s;
+    lease_set set{cfg};
+    set.start();
+    ASSERT_TRUE(eventually([&] { return set.acquire_rounds() >= 1U; }, 10s));
+    // Its session LISTENs from the connect that made the first acquire.
+    EXPECT_FALSE(set.held(name));
+    {
+        pqxx::nontransaction tx{admin()};
+        ASSERT_TRUE(
+            tx.exec_params("SELECT lease_release($1, 'other', $2)", name, epoch)[0][0].as<bool>());
+    }
+    // Well inside the 20 s retry period (and the 60 s expiry): the NOTIFY.
+    ASSERT_TRUE(eventually([&] { return set.held(name); }, 10s));
+    EXPECT_EQ(lease_status(name).holder, "holder-a");
+    EXPECT_EQ(set.acquire_rounds(), 2U);
 }
 
 TEST_F(pg_lease_set, cut_off_from_the_server_it_steps_down_before_expiry_then_acquires_again) {

@@ -91,6 +91,10 @@ public:
     bool wait_for_prefix(const std::string& p, clock::time_point u) noexcept override {
         return m_inner->wait_for_prefix(p, u);
     }
+    bool wait_for_free(const std::set<std::string>& n, clock::time_point u,
+                       std::vector<std::string>& f) noexcept override {
+        return m_inner->wait_for_free(n, u, f);
+    }
     void interrupt() noexcept override { m_inner->interrupt(); }
 
 private:

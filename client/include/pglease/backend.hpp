@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,17 @@ public:
     /// sees only the lease named exactly @p prefix (callers then wake at
     /// @p until: the documented degradation without events).
     virtual bool wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept;
+
+    /// As wait_for_change(), but woken only when a lease in @p names was
+    /// released or revoked (it is free now; a grant, takeover or handover
+    /// to another holder does not wake it): a lease_set waiting for its
+    /// wanted leases is not woken by every grant of a busy server.
+    /// True when woken so; @p freed then lists the names freed (empty:
+    /// unknown which, e.g. events were missed while reconnecting).
+    /// Default: sleeps until @p until or interrupt() (the documented
+    /// degradation without events).
+    virtual bool wait_for_free(const std::set<std::string>& names, clock::time_point until,
+                               std::vector<std::string>& freed) noexcept;
 
     // --- downstream fences (extension 1.4) ---------------------------------
 

@@ -21,6 +21,12 @@
 
 namespace pglease {
 
+namespace detail {
+class takeover_listener;
+class takeover_requester;
+class takeover_schedule;
+} // namespace detail
+
 /// Campaigns for a lease on a thread and a connection of its own, and
 /// calls back when this process starts and stops leading. Construct (which
 /// validates), then start() (like client-go's NewLeaderElector, then Run),
@@ -192,6 +198,11 @@ private:
     void join_worker() noexcept;
     handover_result hand_over(const std::string& successor, bool release_on_failure);
     void serve_yield();
+    /// A verified take-over request (the listener's thread): served by the
+    /// loop as a yield_to() nobody waits for.
+    void take_over_requested(const std::string& requester);
+    /// elector_config::take_over: asks the holder when due; when to wake.
+    [[nodiscard]] clock::time_point ask_for_take_over();
 
     /// A yield_to() waiting for the elector's thread.
     struct yield_request {
@@ -201,6 +212,9 @@ private:
 
     elector_config m_config;
     const clock& m_clock;
+    /// Where take-over requests are sent and heard: the elector's own
+    /// server; empty with an injected backend (no take-over then).
+    std::string m_takeover_conninfo;
     std::unique_ptr<backend> m_db;
     std::vector<std::unique_ptr<backend>> m_downstreams; ///< config.downstreams'
     election m_election;
@@ -214,6 +228,14 @@ private:
     std::thread m_worker;
     std::atomic<bool> m_stopping{false};
     std::atomic<bool> m_work_failed{false};
+
+    // Planned take-over (client/src/takeover_listener.hpp); the elector's
+    // thread only.
+    std::unique_ptr<detail::takeover_listener> m_takeover_listener;   ///< during a term
+    std::unique_ptr<detail::takeover_requester> m_takeover_requester; ///< before the first term
+    std::unique_ptr<detail::takeover_schedule> m_takeover_schedule;
+    bool m_led = false; ///< a term has started: take_over asks no more
+
     std::thread m_thread; ///< the campaign loop (start() .. stop())
 };
 

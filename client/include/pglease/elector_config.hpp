@@ -102,6 +102,32 @@ struct elector_config {
     /// lease is released (if release_on_stop). Default empty: release.
     std::string preferred_successor;
 
+    /// Rolling deploys, the requester's side (`pglease run --take-over`):
+    /// until its first term starts, while another identity holds the lease,
+    /// ask it to hand the lease over (NOTIFY pg_lease_handover from a
+    /// session of the elector's own that stays open while it waits): at once
+    /// for each new holder, then after the retry period, doubling up to the
+    /// ttl. A holder that answers stops its work and hands over; this
+    /// elector then leads at once (woken by the handover NOTIFY). One that
+    /// does not answer keeps the lease, and the elector waits as usual.
+    /// Only before the first term, so two electors configured alike never
+    /// hand the lease back and forth. Needs the elector's own connection
+    /// (not an injected backend). Default false.
+    bool take_over = false;
+
+    /// Rolling deploys, the holder's side (`pglease run` unless
+    /// --no-handover): during a term, LISTEN for take-over requests for the
+    /// lease on a session of the elector's own (opened when the term starts,
+    /// closed when it ends; its connect and checks never delay a renewal).
+    /// A request counts only when its sending session is still connected
+    /// and logged in as this elector's role or a superuser (the roles
+    /// lease_handover() accepts); then the elector hands over as yield_to()
+    /// does: the work stops, on_stopped_leading returns, lease_handover()
+    /// commits; last_handover() has the outcome, and the elector campaigns
+    /// on as a follower. Needs the elector's own connection (not an injected
+    /// backend). Default true.
+    bool answer_take_over_requests = true;
+
     /// The elector's own connection (for acquire/renew/LISTEN only; fenced
     /// work runs on the application's connections). Its call_timeout is
     /// lowered to retry_period if longer; its acquire_timeout (default 5 s,
@@ -124,11 +150,11 @@ struct elector_config {
     /// lets a candidate that can reach them lead instead. The role needs
     /// EXECUTE on lease_raise in each. Each raise is also bounded by the
     /// downstream's acquire_timeout; its connect ends by the same deadline,
-    /// and the server ends the raise by then too (statement_timeout). Rule: ttl - safety margin must exceed
-    /// each downstream's pg_lease.takeover_timeout plus the time to end a
-    /// stalled writer (the defaults: 14 s against 1 s); otherwise a raise is
-    /// cut off at the local deadline before it ends an old writer stalled
-    /// there, and terms are refused until that writer ends. Default: none.
+    /// and the server ends the raise by then too (statement_timeout). Rule: ttl - safety margin
+    /// must exceed each downstream's pg_lease.takeover_timeout plus the time to end a stalled
+    /// writer (the defaults: 14 s against 1 s); otherwise a raise is cut off at the local deadline
+    /// before it ends an old writer stalled there, and terms are refused until that writer ends.
+    /// Default: none.
     std::vector<connection_options> downstreams;
 
     /// The callbacks; on_started_leading and on_stopped_leading are required.

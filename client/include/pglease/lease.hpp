@@ -109,8 +109,15 @@ public:
 
     /// Stops claiming the lease (held() false at once), then frees it on the
     /// server. True if the server freed it; false if it was not ours any
-    /// more. No-op (false) if this object never held a grant.
+    /// more. No-op (false) if this object never held a grant. A call that
+    /// fails with connection_lost (the session broke; the next call
+    /// reconnects) is made again, release_tries calls in all, while the
+    /// grant may still be valid on the server (before the last successful
+    /// request's send time + ttl); then the error is thrown.
     bool release();
+
+    /// Calls release() makes at most when the session keeps breaking.
+    static constexpr int release_tries = 3;
 
     /// Planned handover: stops claiming the lease (held() false at once),
     /// then lease_handover() grants it to @p successor with a new epoch; the

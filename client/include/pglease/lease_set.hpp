@@ -34,9 +34,10 @@ class callback_queue;
 /// acquire_many for every wanted lease not held, every retry period (and at
 /// the earliest expiry the server reported for one held elsewhere); ONE
 /// release_many for the leases removed meanwhile. Rows are locked in name
-/// order, so two sets wanting the same names do not deadlock. The set does
-/// not LISTEN (100,000 leases' events would wake every set): a lease
-/// released elsewhere is noticed within the retry period.
+/// order, so two sets wanting the same names do not deadlock. The set
+/// LISTENs, but wakes only for a wanted lease released or revoked elsewhere
+/// (not for every grant: 100,000 leases' grants would wake every set), and
+/// then tries just those leases at once (one acquire_many).
 ///
 /// Guarantees, for every lease, as for one elector:
 /// - held(name) and the term's stop_token are true/unsignalled only before

@@ -50,7 +50,9 @@ struct lease_set_event {
 ///     of them (at stop(): once every on_lost returned, so one in all);
 ///  5. when due (add(), the retry period, the earliest expiry the server
 ///     reported for a lease held elsewhere), ONE acquire_many tries every
-///     wanted lease without a term; each one granted begins a term.
+///     wanted lease without a term; before that, ONE acquire_many tries
+///     those an event said were freed (lease_freed()); each one granted
+///     begins a term.
 ///
 /// A term's stop_token is signalled when it ends, and reads as stopped from
 /// its local deadline on by itself. A lease is never believed held past
@@ -80,6 +82,17 @@ public:
 
     /// When step() should run next, on the state's clock.
     [[nodiscard]] clock::time_point next_step() const noexcept { return m_next; }
+
+    /// The names wanted now (add()ed, not remove()d): the leases whose
+    /// events (NOTIFY) should wake the owner. Same thread as step().
+    [[nodiscard]] const std::set<std::string>& wanted() const noexcept { return m_wanted; }
+
+    /// Wanted leases were released or revoked elsewhere (an event; empty:
+    /// unknown which): the next step tries to acquire those of them that
+    /// have no term here at once, in one round trip, rather than at the
+    /// retry period or the expiry it knew of. The periodic acquire of every
+    /// wanted lease keeps its schedule.
+    void lease_freed(const std::vector<std::string>& names);
 
     /// The on_lost of @p name's term with @p epoch returned (or there is
     /// none): the next step forgets the term, releasing it if it was removed
@@ -143,6 +156,7 @@ private:
     void give_up(std::vector<lease_set_event>& events);
     void release_done();
     void acquire_wanted(std::vector<lease_set_event>& events);
+    void acquire(std::vector<lease_set_event>& events, const std::vector<std::string>& names);
     void schedule();
     [[nodiscard]] std::vector<std::string> unheld_wanted() const;
     [[nodiscard]] clock::time_point call_bound() const;
@@ -158,6 +172,7 @@ private:
         m_mutex; ///< guards m_terms' shape and each term's `ended` (written here only)
     std::map<std::string, term> m_terms;
     std::set<std::string> m_wanted;
+    std::set<std::string> m_freed; ///< lease_freed(): acquire these at the next step
 
     std::atomic<std::uint64_t> m_renews{0};
     std::atomic<std::uint64_t> m_acquires{0};

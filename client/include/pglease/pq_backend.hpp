@@ -83,6 +83,8 @@ public:
                                    clock::time_point deadline) override;
     std::vector<lease_record> list(const std::string& prefix) override;
     bool wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept override;
+    bool wait_for_free(const std::set<std::string>& names, clock::time_point until,
+                       std::vector<std::string>& freed) noexcept override;
     /// Cached on the session: one round trip per connection.
     std::string store_id(clock::time_point deadline) override;
     /// Bounded by acquire_timeout (it may wait for a downstream's old
@@ -120,7 +122,8 @@ private:
     void drop() noexcept;
     template <typename F>
     auto call(const char* what, clock::time_point deadline, F&& body);
-    /// The wait of wait_for_change() and wait_for_prefix(): @p consume
+    /// The wait of wait_for_change(), wait_for_prefix() and
+    /// wait_for_free(): @p consume
     /// takes the matching names out of m_changed.
     template <typename Consume>
     bool wait_until_event(Consume&& consume, clock::time_point until) noexcept;
@@ -134,6 +137,7 @@ private:
     bool m_listen_wanted = false;
     /// Names seen in notifications not consumed yet; "*" = unparsable payload.
     std::set<std::string> m_changed;
+    std::set<std::string> m_freed; ///< released or revoked: wait_for_free()
 };
 
 } // namespace pglease

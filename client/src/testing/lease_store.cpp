@@ -20,9 +20,13 @@ constexpr std::chrono::seconds settle_bound{2};
 namespace detail {
 
 bool store_state::has_event(const waiter& w) const noexcept {
-    for (std::size_t i = w.cursor; i < log.size(); ++i)
-        if (w.prefix ? log[i].compare(0, w.name.size(), w.name) == 0 : log[i] == w.name)
+    for (std::size_t i = w.cursor; i < log.size(); ++i) {
+        const bool hit = !w.any.empty() ? freed[i] && w.any.count(log[i]) > 0
+                         : w.prefix     ? log[i].compare(0, w.name.size(), w.name) == 0
+                                        : log[i] == w.name;
+        if (hit)
             return true;
+    }
     return false;
 }
 
@@ -30,8 +34,9 @@ bool store_state::due(const waiter& w) const noexcept {
     return w.interrupted || (w.listening && has_event(w)) || clk.now() >= w.until;
 }
 
-void store_state::notify(const std::string& name) {
+void store_state::notify(const std::string& name, bool is_free) {
     log.push_back(name);
+    freed.push_back(is_free);
     changed.notify_all();
 }
 
@@ -160,7 +165,7 @@ bool lease_store::revoke(const std::string& name) {
     if (r.holder.empty())
         return false;
     r.holder.clear();
-    m_state->notify(name);
+    m_state->notify(name, true);
     settle_after_change(lock);
     return true;
 }
@@ -224,7 +229,7 @@ bool lease_store::release(const std::string& name, const std::string& holder, st
     if (r.holder.empty() || r.holder != holder || r.epoch != epoch)
         return false;
     r.holder.clear();
-    m_state->notify(name);
+    m_state->notify(name, true);
     settle_after_change(lock);
     return true;
 }

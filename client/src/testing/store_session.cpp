@@ -86,6 +86,12 @@ public:
         return wait(prefix, true, until);
     }
 
+    bool wait_for_free(const std::set<std::string>& names, clock::time_point until,
+                       std::vector<std::string>& freed) noexcept override {
+        freed.clear();
+        return wait({}, false, until, &names, &freed);
+    }
+
     void interrupt() noexcept override {
         {
             const std::lock_guard lock{m_state->mutex};
@@ -95,12 +101,19 @@ public:
     }
 
 private:
-    bool wait(const std::string& name, bool prefix, clock::time_point until) noexcept {
+    bool wait(const std::string& name, bool prefix, clock::time_point until,
+              const std::set<std::string>* any = nullptr,
+              std::vector<std::string>* freed = nullptr) noexcept {
         detail::store_state& s = *m_state;
         std::unique_lock lock{s.mutex};
         detail::waiter& w = s.waiters[m_id];
         w.name = name;
         w.prefix = prefix;
+        try {
+            w.any = any != nullptr ? *any : std::set<std::string>{};
+        } catch (const std::bad_alloc&) {
+            w.any.clear(); // then it wakes at `until` only
+        }
         w.until = until;
         w.waiting = true;
         w.thread = std::this_thread::get_id();
@@ -120,6 +133,15 @@ private:
             return false;
         }
         if (w.listening && s.has_event(w)) {
+            if (freed != nullptr)
+                for (std::size_t i = w.cursor; i < s.log.size(); ++i)
+                    if (s.freed[i] && w.any.count(s.log[i]) > 0)
+                        try {
+                            freed->push_back(s.log[i]);
+                        } catch (const std::bad_alloc&) {
+                            freed->clear(); // unknown which: the caller tries them all
+                            break;
+                        }
             w.cursor = s.log.size();
             return true;
         }

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@ namespace pglease::testing::detail {
 struct waiter {
     std::string name;                             ///< the lease it waits for
     bool prefix = false;                          ///< name is a prefix (wait_for_prefix)
+    std::set<std::string> any;                    ///< wait_for_free: these names, not name
     clock::time_point until{};                    ///< when it wakes at the latest
     bool listening = false;                       ///< LISTEN pg_lease done
     std::size_t cursor = 0;                       ///< events before this index were seen
@@ -42,6 +44,7 @@ struct store_state {
     std::condition_variable settled; ///< a waiter entered a wait
     std::map<std::string, lease_row> rows;
     std::vector<std::string> log; ///< lease names of NOTIFY events
+    std::vector<bool> freed;      ///< per event: a release or revoke
     std::int64_t counter = 100;   ///< the last epoch issued
     std::map<std::uint64_t, waiter> waiters;
     std::uint64_t next_session = 0;
@@ -55,8 +58,9 @@ struct store_state {
     [[nodiscard]] bool has_event(const waiter& w) const noexcept;
     /// True when w's wait should end now (caller holds the mutex).
     [[nodiscard]] bool due(const waiter& w) const noexcept;
-    /// Logs an event on @p name and wakes the waiters (caller holds it).
-    void notify(const std::string& name);
+    /// Logs an event on @p name (@p freed: a release or revoke) and wakes
+    /// the waiters (caller holds it).
+    void notify(const std::string& name, bool freed = false);
     /// Grants @p name to @p holder (new epoch unless it holds it already).
     std::int64_t grant(const std::string& name, const std::string& holder,
                        std::chrono::milliseconds ttl);
