@@ -2,10 +2,9 @@
 /// @brief -d/-h/-p/-U to one connection string, with libpq's own parser.
 #include "conninfo.hpp"
 
-#include <libpq-fe.h>
+#include "conninfo_text.hpp"
 
 #include <map>
-#include <memory>
 
 namespace pglease::cli {
 
@@ -15,32 +14,16 @@ bool is_conninfo(std::string_view dbname) noexcept {
 }
 
 std::string quote_conninfo_value(std::string_view value) {
-    std::string out{"'"};
-    for (const char c : value) {
-        if (c == '\'' || c == '\\')
-            out += '\\';
-        out += c;
-    }
-    out += '\'';
-    return out;
+    return conninfo_text::quote(value);
 }
 
 std::optional<std::string> build_conninfo(const connection_args& args, std::string& error) {
     std::map<std::string, std::string> settings;
     if (is_conninfo(args.dbname)) {
-        char* message = nullptr;
-        const std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> parsed{
-            PQconninfoParse(args.dbname.c_str(), &message), &PQconninfoFree};
-        if (!parsed) {
-            error = message != nullptr ? message : "out of memory";
-            PQfreemem(message);
-            while (!error.empty() && (error.back() == '\n' || error.back() == ' '))
-                error.pop_back();
+        auto parsed = conninfo_text::parse(args.dbname, error);
+        if (!parsed)
             return std::nullopt;
-        }
-        for (const PQconninfoOption* o = parsed.get(); o->keyword != nullptr; ++o)
-            if (o->val != nullptr)
-                settings[o->keyword] = o->val;
+        settings = std::move(*parsed);
     } else if (!args.dbname.empty()) {
         settings["dbname"] = args.dbname;
     }
@@ -50,14 +33,7 @@ std::optional<std::string> build_conninfo(const connection_args& args, std::stri
         settings["port"] = args.port;
     if (!args.username.empty())
         settings["user"] = args.username;
-
-    std::string out;
-    for (const auto& [key, value] : settings) {
-        if (!out.empty())
-            out += ' ';
-        out += key + '=' + quote_conninfo_value(value);
-    }
-    return out;
+    return conninfo_text::join(settings);
 }
 
 } // namespace pglease::cli

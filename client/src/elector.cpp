@@ -3,12 +3,13 @@
 /// next due time; and the term's worker thread.
 #include "pglease/elector.hpp"
 
+#include "call_observer.hpp"
 #include "conninfo.hpp"
 #include "pglease/downstream.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
 #include "takeover_listener.hpp"
-#include "timing_rules.hpp"
+#include "validated_config.hpp"
 
 #include <algorithm>
 #include <random>
@@ -45,11 +46,12 @@ elector::elector(elector_config config, std::unique_ptr<backend> db, const clock
 }
 
 void elector::start() {
-    const std::lock_guard lock{m_mutex};
-    if (m_thread.joinable() || m_stopping.load())
-        return;
-    m_accepting_yields = true;
-    m_thread = std::thread{[this] { run(); }};
+    m_loop.start(
+        [this] {
+            const std::lock_guard lock{m_mutex};
+            m_accepting_yields = true;
+        },
+        [this] { run(); });
 }
 
 elector::~elector() {
@@ -57,22 +59,17 @@ elector::~elector() {
 }
 
 void elector::stop() noexcept {
-    m_stopping.store(true);
-    {
-        // Tell leader work first, so it can wind down while we wake the loop.
-        const std::lock_guard lock{m_mutex};
-        if (m_source)
-            m_source->request_stop();
-    }
-    m_db->interrupt();
-    std::unique_lock lock{m_mutex};
-    // From the elector's own thread (a callback) just ask: the owner's
-    // destructor joins.
-    if (!m_thread.joinable() || m_thread.get_id() == std::this_thread::get_id())
-        return;
-    std::thread loop = std::move(m_thread);
-    lock.unlock();
-    loop.join();
+    // From the elector's own thread (a callback) this only asks: the
+    // owner's destructor joins.
+    m_loop.stop([this] {
+        {
+            // Tell leader work first, so it can wind down while we wake the loop.
+            const std::lock_guard lock{m_mutex};
+            if (m_source)
+                m_source->request_stop();
+        }
+        m_db->interrupt();
+    });
 }
 
 fence_token elector::token() const {
@@ -101,7 +98,7 @@ void elector::start_term(std::int64_t epoch) {
         m_source.emplace(m_clock);
         m_source->set_deadline(m_election.current().deadline());
         token = m_source->token();
-        if (m_stopping.load())
+        if (m_loop.stopping())
             m_source->request_stop();
     }
     m_led = true;
@@ -130,11 +127,7 @@ void elector::end_term() {
         if (m_source)
             m_source->request_stop();
     }
-    try {
-        m_config.callbacks.on_stopped_leading();
-    } catch (...) {
-        // A throwing callback must not kill the elector thread.
-    }
+    detail::call_observer(m_config.callbacks.on_stopped_leading);
 }
 
 void elector::join_worker() noexcept {
@@ -152,31 +145,19 @@ void elector::dispatch(const std::vector<election_event>& events) {
             end_term();
             break;
         case election_event::kind::term_refused:
-            if (m_config.callbacks.on_term_refused) {
-                try {
-                    m_config.callbacks.on_term_refused(e.epoch, e.why);
-                } catch (...) {
-                    // Observers' failures are theirs.
-                }
-            }
+            detail::call_observer(m_config.callbacks.on_term_refused, e.epoch, e.why);
             break;
         case election_event::kind::new_leader:
-            if (m_config.callbacks.on_new_leader) {
-                try {
-                    m_config.callbacks.on_new_leader(e.identity);
-                } catch (...) {
-                    // Observers' failures are theirs.
-                }
-            }
+            detail::call_observer(m_config.callbacks.on_new_leader, e.identity);
             break;
         }
     }
 }
 
 void elector::run() noexcept {
-    m_loop_id.store(std::this_thread::get_id());
+    m_loop.entered();
     (void)m_db->listen();
-    while (!m_stopping.load()) {
+    while (!m_loop.stopping()) {
         try {
             serve_yield();
             if (m_work_failed.exchange(false)) {
@@ -199,7 +180,7 @@ void elector::run() noexcept {
             (void)m_db->wait_for_change(m_config.lease_name, m_clock.now() + m_config.retry_period);
             continue;
         }
-        if (m_stopping.load())
+        if (m_loop.stopping())
             break;
         auto wake = std::min(m_election.next_step(), ask_for_take_over());
         if (m_election.in_term())

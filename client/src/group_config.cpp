@@ -4,18 +4,11 @@
 
 #include "pglease/error.hpp"
 #include "pglease/group_names.hpp"
-#include "timing_rules.hpp"
 
 #include <algorithm>
 #include <set>
 
 namespace pglease {
-
-detail::timing_rules group_config::timing() const {
-    return {ttl, renew_deadline, retry_period, jitter_factor, safety_margin};
-}
-
-using std::chrono::milliseconds;
 
 namespace {
 constexpr std::size_t max_group_name = 100;
@@ -36,21 +29,12 @@ const char* to_string(shard_stop_reason r) noexcept {
     return "unknown";
 }
 
-milliseconds group_config::effective_safety_margin() const noexcept {
-    return timing().effective_safety_margin();
-}
-
-milliseconds group_config::renew_interval() const noexcept {
-    return timing().renew_interval();
-}
-
 void group_config::validate() const {
     if (group.empty() || group.size() > max_group_name)
         throw config_error{"group name must be 1 to 100 bytes long"};
     if (group.find('\0') != std::string::npos)
         throw config_error{"group name must not contain a NUL byte"};
-    if (identity.empty() || identity.size() > max_lease_name)
-        throw config_error{"identity must be 1 to 255 bytes long"};
+    validate_holder();
     if (weight < 1 || weight > max_group_weight)
         throw config_error{"weight must be between 1 and 1000"};
     if (group_member_lease(group, identity, weight).size() > max_lease_name)
@@ -68,11 +52,6 @@ void group_config::validate() const {
         const std::string lease = group_shard_lease(group, s);
         validate_lease_name(lease);
     }
-    timing().validate();
-}
-
-lease_options group_config::to_lease_options() const {
-    return timing().lease_settings(identity);
 }
 
 std::vector<std::string> numbered_shards(const std::string& prefix, std::size_t count) {

@@ -3,8 +3,9 @@
 /// NOTIFY on the group's leases or the next due time.
 #include "pglease/group_member.hpp"
 
+#include "call_observer.hpp"
 #include "pglease/pq_backend.hpp"
-#include "timing_rules.hpp"
+#include "validated_config.hpp"
 
 #include <algorithm>
 
@@ -23,27 +24,19 @@ group_member::~group_member() {
 }
 
 void group_member::start() {
-    const std::lock_guard lock{m_mutex};
-    if (m_thread.joinable() || m_stopping.load())
-        return;
-    m_thread = std::thread{[this] { run(); }};
+    m_loop.start(nullptr, [this] { run(); });
 }
 
 void group_member::stop() noexcept {
-    m_stopping.store(true);
-    {
-        // Tell shard work first, so it winds down while the loop wakes.
-        const std::lock_guard lock{m_mutex};
-        for (auto& entry : m_work)
-            entry.second.source.request_stop();
-    }
-    m_db->interrupt();
-    std::unique_lock lock{m_mutex};
-    if (!m_thread.joinable() || m_thread.get_id() == std::this_thread::get_id())
-        return;
-    std::thread loop = std::move(m_thread);
-    lock.unlock();
-    loop.join();
+    m_loop.stop([this] {
+        {
+            // Tell shard work first, so it winds down while the loop wakes.
+            const std::lock_guard lock{m_mutex};
+            for (auto& entry : m_work)
+                entry.second.source.request_stop();
+        }
+        m_db->interrupt();
+    });
 }
 
 std::string group_member::not_held(const std::string& shard) const {
@@ -101,13 +94,7 @@ void group_member::dispatch(const std::vector<group_event>& events) {
             break;
         }
         case group_event::kind::members_changed:
-            if (m_config.callbacks.on_members_changed) {
-                try {
-                    m_config.callbacks.on_members_changed(e.members);
-                } catch (...) {
-                    // Observers' failures are theirs.
-                }
-            }
+            detail::call_observer(m_config.callbacks.on_members_changed, e.members);
             break;
         }
     }
@@ -131,12 +118,7 @@ void group_member::reap() noexcept {
     for (auto& [shard, w] : finished) {
         if (w.thread.joinable())
             w.thread.join();
-        if (m_config.callbacks.on_shard_stopped) {
-            try {
-                m_config.callbacks.on_shard_stopped(shard, w.epoch, w.reason);
-            } catch (...) {
-            }
-        }
+        detail::call_observer(m_config.callbacks.on_shard_stopped, shard, w.epoch, w.reason);
         m_state.work_stopped(shard);
     }
 }
@@ -153,7 +135,7 @@ void group_member::run() noexcept {
     bool leaving = false;
     for (;;) {
         try {
-            if (m_stopping.load() && !leaving) {
+            if (m_loop.stopping() && !leaving) {
                 leaving = true;
                 dispatch(m_state.leave());
             }

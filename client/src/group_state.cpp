@@ -97,16 +97,10 @@ void group_state::renew_all(std::vector<group_event>& events) {
         m_next_renew = clock::time_point::max();
         return;
     }
-    const auto bound = call_bound();
-    const auto round =
-        detail::renew_round(m_db, m_clock, m_config.identity, m_config.ttl, batch, bound);
-    if (round.answered) {
+    const auto round = detail::renew_round(m_db, m_clock, m_config, batch, call_bound());
+    m_next_renew = round.next;
+    if (round.answered)
         ++m_rounds;
-        m_next_renew = round.sent + m_config.renew_interval();
-    } else {
-        // Outcome unknown: deadlines stay; retry, but wake at the renew deadline.
-        m_next_renew = std::min(m_clock.now() + m_config.retry_period, bound);
-    }
     // A shard refused by the server stops now (the others at step 1 later).
     for (auto& [name, s] : m_slots)
         if (!s.stopping && !s.grant->held())

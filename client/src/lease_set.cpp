@@ -3,9 +3,10 @@
 /// callback thread, sleep until the next step (or a wake-up).
 #include "pglease/lease_set.hpp"
 
+#include "call_observer.hpp"
 #include "callback_queue.hpp"
 #include "pglease/pq_backend.hpp"
-#include "timing_rules.hpp"
+#include "validated_config.hpp"
 
 namespace pglease {
 
@@ -24,25 +25,13 @@ lease_set::~lease_set() {
 }
 
 void lease_set::start() {
-    const std::lock_guard lock{m_mutex};
-    if (m_thread.joinable() || m_stopping.load())
-        return;
-    m_callbacks->start();
-    m_thread = std::thread{[this] { run(); }};
+    m_loop.start([this] { m_callbacks->start(); }, [this] { run(); });
 }
 
 void lease_set::stop() noexcept {
-    m_stopping.store(true);
-    m_db->interrupt();
-    std::thread loop;
-    {
-        const std::lock_guard lock{m_mutex};
-        loop = std::move(m_thread);
-    }
     // The loop ends once every on_lost ran (on the callback thread) and the
     // leases were released.
-    if (loop.joinable() && loop.get_id() != std::this_thread::get_id())
-        loop.join();
+    m_loop.stop([this] { m_db->interrupt(); });
     m_callbacks->finish();
 }
 
@@ -111,12 +100,8 @@ void lease_set::dispatch(std::vector<lease_set_event> events) {
         // After on_lost (or at once, in order, without one) the state may
         // release and forget the term.
         m_callbacks->push([this, name = std::move(e.name), epoch = e.epoch, why = e.why] {
-            try {
-                if (m_config.callbacks.on_lost)
-                    m_config.callbacks.on_lost(name, epoch, why);
-            } catch (...) {
-                // The application's failure; the term is over all the same.
-            }
+            // The term is over all the same if it throws.
+            detail::call_observer(m_config.callbacks.on_lost, name, epoch, why);
             {
                 const std::lock_guard lock{m_mutex};
                 m_done.emplace_back(name, epoch);
@@ -136,7 +121,7 @@ void lease_set::run() noexcept {
     for (;;) {
         try {
             apply_changes();
-            if (m_stopping.load() && !stopping) {
+            if (m_loop.stopping() && !stopping) {
                 stopping = true;
                 dispatch(m_state.stop());
             }

@@ -125,19 +125,14 @@ void lease_set_state::renew_all(std::vector<lease_set_event>& events) {
         m_next_renew = clock::time_point::max();
         return;
     }
-    const auto bound = call_bound();
-    const auto round =
-        detail::renew_round(m_db, m_clock, m_config.identity, m_config.ttl, batch, bound);
+    const auto round = detail::renew_round(m_db, m_clock, m_config, batch, call_bound());
+    m_next_renew = round.next;
     if (round.answered) {
         m_renew_latency.store(round.took.count());
         ++m_renews;
-        m_next_renew = round.sent + m_config.renew_interval();
         for (auto& entry : m_terms)
             if (live(entry.second))
                 entry.second.stop.set_deadline(entry.second.grant->deadline());
-    } else {
-        // Outcome unknown: deadlines stay; retry, but wake at the renew deadline.
-        m_next_renew = std::min(m_clock.now() + m_config.retry_period, bound);
     }
     // A lease the server refused ends now (the others at step 1 later).
     for (auto& [name, t] : m_terms)

@@ -3,6 +3,8 @@
 /// the known expiry or the resync period, read again.
 #include "pglease/observer.hpp"
 
+#include "call_observer.hpp"
+
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
 
@@ -37,22 +39,14 @@ observer::~observer() {
 }
 
 void observer::start() {
-    const std::lock_guard lock{m_mutex};
-    if (m_thread.joinable() || m_stopping.load())
-        return;
-    m_thread = std::thread{[this] { run(); }};
+    m_loop.start(nullptr, [this] { run(); });
 }
 
 void observer::stop() noexcept {
-    m_stopping.store(true);
-    m_db->interrupt();
-    m_changed.notify_all();
-    std::unique_lock lock{m_mutex};
-    if (!m_thread.joinable() || m_thread.get_id() == std::this_thread::get_id())
-        return;
-    std::thread loop = std::move(m_thread);
-    lock.unlock();
-    loop.join();
+    m_loop.stop([this] {
+        m_db->interrupt();
+        m_changed.notify_all();
+    });
 }
 
 lease_view observer::current() const {
@@ -65,7 +59,7 @@ std::optional<lease_view> observer::wait_for_change(std::chrono::milliseconds ti
     std::unique_lock lock{m_mutex};
     const std::uint64_t seen = since ? *since : m_view.version;
     if (!m_changed.wait_for(lock, timeout,
-                            [&] { return m_view.version > seen || m_stopping.load(); }) ||
+                            [&] { return m_view.version > seen || m_loop.stopping(); }) ||
         m_view.version <= seen)
         return std::nullopt;
     return m_view;
@@ -82,13 +76,7 @@ void observer::publish(lease_view next) {
     if (!change)
         return;
     m_changed.notify_all();
-    if (m_options.on_change) {
-        try {
-            m_options.on_change(*change, next);
-        } catch (...) {
-            // The callback's failures are its own.
-        }
-    }
+    detail::call_observer(m_options.on_change, *change, next);
 }
 
 clock::time_point observer::read() {
@@ -116,7 +104,7 @@ clock::time_point observer::read() {
 
 void observer::run() noexcept {
     (void)m_db->listen(); // false: no notifications, readings on schedule only
-    while (!m_stopping.load()) {
+    while (!m_loop.stopping()) {
         clock::time_point wake;
         try {
             wake = read();
@@ -129,7 +117,7 @@ void observer::run() noexcept {
             }
             wake = m_clock.now() + m_options.retry_period;
         }
-        if (m_stopping.load())
+        if (m_loop.stopping())
             break;
         // 4. Sleep until a notification for this lease, the wake-up time, or
         //    stop(): no polling.

@@ -22,9 +22,8 @@ clock::duration jittered(std::chrono::milliseconds retry_period, double jitter_f
         std::chrono::duration<double, std::nano>{ns * factor(rng)});
 }
 
-renew_round_result renew_round(backend& db, const clock& clk, const std::string& holder,
-                               std::chrono::milliseconds ttl, const std::vector<lease*>& batch,
-                               clock::time_point bound) {
+renew_round_result renew_round(backend& db, const clock& clk, const holder_config& config,
+                               const std::vector<lease*>& batch, clock::time_point bound) {
     std::vector<std::string> names;
     std::vector<std::int64_t> epochs;
     std::vector<clock::time_point> before;
@@ -40,14 +39,17 @@ renew_round_result renew_round(backend& db, const clock& clk, const std::string&
     // The time before sending, as lease::renew: the server starts the ttl later.
     result.sent = clk.now();
     try {
-        const auto answers = db.renew_many(names, holder, epochs, ttl, bound);
+        const auto answers = db.renew_many(names, config.identity, epochs, config.ttl, bound);
         for (std::size_t i = 0; i < batch.size(); ++i)
             (void)batch[i]->apply_renewal(result.sent, before[i], epochs[i],
                                           answers[i].has_value());
         result.answered = true;
         result.took = clk.now() - result.sent;
+        result.next = result.sent + config.renew_interval();
     } catch (const error&) {
-        // Outcome unknown: the deadlines stay; the caller retries.
+        // Outcome unknown: the deadlines stay; retry, but wake at the renew
+        // deadline.
+        result.next = std::min(clk.now() + config.retry_period, bound);
     }
     return result;
 }

@@ -6,6 +6,7 @@
 
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
+#include "pglease/holder_config.hpp"
 #include "pglease/lease.hpp"
 
 #include <chrono>
@@ -34,15 +35,19 @@ struct renew_round_result {
     bool answered = false;    ///< the round trip succeeded (each lease's answer applied)
     clock::time_point sent{}; ///< the clock when it was sent
     clock::duration took{};   ///< send to reply (answered only)
+    /// When the next round is due: renew_interval() after the send time
+    /// when answered; otherwise (outcome unknown) a retry period from now,
+    /// but not after the call's bound (the earliest renew deadline).
+    clock::time_point next{};
 };
 
-/// One lease_renew_many for every lease of @p batch (all held by @p holder,
-/// renewed at @p ttl): one round trip, returning or failing by @p bound.
+/// One lease_renew_many for every lease of @p batch (all held by
+/// @p config's identity, renewed at its ttl): one round trip, returning or
+/// failing by @p bound.
 /// Each answer is applied with lease::apply_renewal(): the local deadline
 /// moves to the send time + ttl - margin, or the lease is lost (NULL). When
 /// the call fails (outcome unknown) nothing changes: the deadlines stay.
-renew_round_result renew_round(backend& db, const clock& clk, const std::string& holder,
-                               std::chrono::milliseconds ttl, const std::vector<lease*>& batch,
-                               clock::time_point bound);
+renew_round_result renew_round(backend& db, const clock& clk, const holder_config& config,
+                               const std::vector<lease*>& batch, clock::time_point bound);
 
 } // namespace pglease::detail

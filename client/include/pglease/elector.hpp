@@ -9,6 +9,7 @@
 #include "pglease/elector_config.hpp"
 #include "pglease/fence.hpp"
 #include "pglease/handover.hpp"
+#include "pglease/loop_thread.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <atomic>
@@ -224,9 +225,7 @@ private:
     std::optional<handover_result> m_last_handover; ///< guarded by m_mutex
     bool m_accepting_yields = false;                ///< guarded by m_mutex: the loop runs
     std::atomic<std::thread::id> m_worker_id{};     ///< the current term's worker
-    std::atomic<std::thread::id> m_loop_id{};       ///< the elector's thread
     std::thread m_worker;
-    std::atomic<bool> m_stopping{false};
     std::atomic<bool> m_work_failed{false};
 
     // Planned take-over (client/src/takeover_listener.hpp); the elector's
@@ -236,7 +235,7 @@ private:
     std::unique_ptr<detail::takeover_schedule> m_takeover_schedule;
     bool m_led = false; ///< a term has started: take_over asks no more
 
-    std::thread m_thread; ///< the campaign loop (start() .. stop())
+    detail::loop_thread m_loop; ///< the campaign loop; last: joined before the members it uses go
 };
 
 } // namespace pglease

@@ -2,9 +2,7 @@
 /// @brief Configuration of pglease::elector, validated at construction.
 #pragma once
 
-#include "pglease/connection_options.hpp"
-#include "pglease/identity.hpp"
-#include "pglease/lease_options.hpp"
+#include "pglease/holder_config.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <chrono>
@@ -15,10 +13,6 @@
 #include <vector>
 
 namespace pglease {
-
-namespace detail {
-struct timing_rules;
-}
 
 /// What the elector calls, like client-go's LeaderCallbacks.
 struct elector_callbacks {
@@ -63,34 +57,13 @@ struct elector_callbacks {
 /// - Followers try again when NOTIFY pg_lease reports an event for the
 ///   lease, at the expiry the server reported, and at least every retry
 ///   period x [1, jitter_factor] (random, so followers do not stampede).
-struct elector_config {
+/// The shared fields (identity, the timings, release_on_stop, connection)
+/// are holder_config's. The connection's acquire_timeout (default 5 s,
+/// above the server's takeover_timeout) is kept as it is; a leader's renew
+/// is also bounded by the renew deadline.
+struct elector_config : holder_config {
     /// Required. Name of the lease to campaign for (1..255 bytes).
     std::string lease_name;
-
-    /// Holder identity. Default: default_identity() ("host:pid:random").
-    std::string identity = default_identity();
-
-    /// Time to live of each grant and renewal. Default 15 s.
-    std::chrono::milliseconds ttl{15000};
-
-    /// How long the leader keeps retrying failed renewals, from the send
-    /// time of the last successful one, before it steps down. Default 10 s.
-    std::chrono::milliseconds renew_deadline{10000};
-
-    /// Pause between tries (followers, and a leader's failed renewals).
-    /// Default 2 s.
-    std::chrono::milliseconds retry_period{2000};
-
-    /// Retry pauses are drawn from [retry_period, retry_period x
-    /// jitter_factor]. Default 1.2; must be >= 1.
-    double jitter_factor{1.2};
-
-    /// Subtracted from ttl for the local deadline. Default (nullopt):
-    /// min(ttl / 10, 1 s).
-    std::optional<std::chrono::milliseconds> safety_margin;
-
-    /// Release the lease when the elector stops. Default true.
-    bool release_on_stop = true;
 
     /// Planned handover on a graceful stop: when set, stop() hands the lease
     /// to this identity (lease_handover) instead of releasing it, after the
@@ -128,13 +101,6 @@ struct elector_config {
     /// backend). Default true.
     bool answer_take_over_requests = true;
 
-    /// The elector's own connection (for acquire/renew/LISTEN only; fenced
-    /// work runs on the application's connections). Its call_timeout is
-    /// lowered to retry_period if longer; its acquire_timeout (default 5 s,
-    /// above the server's takeover_timeout) is kept as it is. A leader's
-    /// renew is also bounded by the renew deadline. Default: PG* environment.
-    connection_options connection;
-
     /// Downstream databases (extension 1.4 installed there) whose tables
     /// are fenced by this lease: lease_fence(tbl, lease, store =>
     /// lease_store_id() of the lease's database). At the start of every
@@ -167,20 +133,6 @@ struct elector_config {
     /// callbacks set; preferred_successor empty, or 1..255 bytes and not
     /// identity.
     void validate() const;
-
-    /// The margin in effect.
-    [[nodiscard]] std::chrono::milliseconds effective_safety_margin() const noexcept;
-
-    /// When the leader renews after a success: ttl / 3, but early enough
-    /// that one retry still fits before renew_deadline.
-    [[nodiscard]] std::chrono::milliseconds renew_interval() const noexcept;
-
-    /// The lease settings this config implies.
-    [[nodiscard]] lease_options to_lease_options() const;
-
-private:
-    /// The timing fields, for the rules shared with the other configs.
-    [[nodiscard]] detail::timing_rules timing() const;
 };
 
 } // namespace pglease

@@ -2,10 +2,8 @@
 /// @brief Configuration of a lease group member, validated at construction.
 #pragma once
 
-#include "pglease/connection_options.hpp"
 #include "pglease/group_assignment.hpp"
-#include "pglease/identity.hpp"
-#include "pglease/lease_options.hpp"
+#include "pglease/holder_config.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <chrono>
@@ -16,10 +14,6 @@
 #include <vector>
 
 namespace pglease {
-
-namespace detail {
-struct timing_rules;
-}
 
 /// Why a member stops owning a shard.
 enum class shard_stop_reason {
@@ -65,7 +59,7 @@ struct group_callbacks {
 /// before the server's expiry. The member reads the group's leases when
 /// NOTIFY pg_lease reports an event on one of them, at the expiries it
 /// knows of, and at least every retry period x [1, jitter_factor].
-struct group_config {
+struct group_config : holder_config {
     /// Required. Name of the group (1..100 bytes, no NUL).
     std::string group;
 
@@ -73,42 +67,10 @@ struct group_config {
     /// unique, non-empty names. numbered_shards() makes "orders/0"...
     std::vector<std::string> shards;
 
-    /// Member identity (the holder of every lease it takes). Default:
-    /// default_identity().
-    std::string identity = default_identity();
-
     /// Share of the shards relative to the other members (1..1000).
     /// Default 1. It is part of the membership lease's name, so every
     /// member sees it.
     std::uint32_t weight = 1;
-
-    /// Time to live of every grant and renewal. Default 15 s.
-    std::chrono::milliseconds ttl{15000};
-
-    /// How long renewals may fail, from the send time of the last successful
-    /// one, before the member gives its shards up. Default 10 s.
-    std::chrono::milliseconds renew_deadline{10000};
-
-    /// Pause between polls of the group and between retries. Default 2 s.
-    std::chrono::milliseconds retry_period{2000};
-
-    /// Retry pauses are drawn from [retry_period, retry_period x
-    /// jitter_factor]. Default 1.2; must be >= 1.
-    double jitter_factor{1.2};
-
-    /// Subtracted from ttl for the local deadline. Default (nullopt):
-    /// min(ttl / 10, 1 s).
-    std::optional<std::chrono::milliseconds> safety_margin;
-
-    /// Release the shards and the membership lease when the member stops
-    /// (each shard after its work returned). Default true.
-    bool release_on_stop = true;
-
-    /// The member's own connection (renewals, reads of the group, LISTEN;
-    /// fenced work runs on the application's connections). Its
-    /// call_timeout is lowered to retry_period if longer. Default: PG*
-    /// environment.
-    connection_options connection;
 
     /// The callbacks (all optional).
     group_callbacks callbacks;
@@ -119,20 +81,6 @@ struct group_config {
     /// 1..1000; the elector's timing rules (ttl - safety margin >
     /// renew_deadline > retry_period x jitter_factor > 0).
     void validate() const;
-
-    /// The margin in effect.
-    [[nodiscard]] std::chrono::milliseconds effective_safety_margin() const noexcept;
-
-    /// When the member renews after a success: ttl / 3, but early enough
-    /// that one retry still fits before renew_deadline.
-    [[nodiscard]] std::chrono::milliseconds renew_interval() const noexcept;
-
-    /// The lease settings of every lease the member takes.
-    [[nodiscard]] lease_options to_lease_options() const;
-
-private:
-    /// The timing fields, for the rules shared with the other configs.
-    [[nodiscard]] detail::timing_rules timing() const;
 };
 
 /// "<prefix>/0" .. "<prefix>/<count - 1>".

@@ -9,6 +9,7 @@
 #include "pglease/fenced_grant.hpp"
 #include "pglease/group_config.hpp"
 #include "pglease/group_state.hpp"
+#include "pglease/loop_thread.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <atomic>
@@ -153,10 +154,9 @@ private:
     const clock& m_clock;
     std::unique_ptr<backend> m_db;
     group_state m_state;
-    mutable std::mutex m_mutex; ///< guards m_work's stop sources and m_thread
+    mutable std::mutex m_mutex; ///< guards m_work's stop sources
     std::map<std::string, work> m_work;
-    std::atomic<bool> m_stopping{false};
-    std::thread m_thread;
+    detail::loop_thread m_loop; ///< last: joined before the members it uses go
 };
 
 } // namespace pglease

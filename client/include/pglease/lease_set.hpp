@@ -8,6 +8,7 @@
 #include "pglease/fenced_grant.hpp"
 #include "pglease/lease_set_config.hpp"
 #include "pglease/lease_set_state.hpp"
+#include "pglease/loop_thread.hpp"
 
 #include <atomic>
 #include <memory>
@@ -170,11 +171,10 @@ private:
     lease_set_state m_state;
     std::unique_ptr<detail::callback_queue> m_callbacks;
 
-    std::mutex m_mutex; ///< guards m_changes, m_done, m_thread
+    std::mutex m_mutex; ///< guards m_changes, m_done
     std::vector<change> m_changes;
     std::vector<std::pair<std::string, std::int64_t>> m_done; ///< on_lost returned
-    std::atomic<bool> m_stopping{false};
-    std::thread m_thread;
+    detail::loop_thread m_loop; ///< last: joined before the members it uses go
 };
 
 } // namespace pglease

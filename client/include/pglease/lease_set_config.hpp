@@ -2,9 +2,7 @@
 /// @brief Configuration of pglease::lease_set, validated at construction.
 #pragma once
 
-#include "pglease/connection_options.hpp"
-#include "pglease/identity.hpp"
-#include "pglease/lease_options.hpp"
+#include "pglease/holder_config.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <chrono>
@@ -15,10 +13,6 @@
 #include <vector>
 
 namespace pglease {
-
-namespace detail {
-struct timing_rules;
-}
 
 /// Why a lease_set stopped holding a lease (on_lost's argument).
 enum class lease_loss {
@@ -53,45 +47,15 @@ struct lease_set_callbacks {
 
 /// Settings of a lease_set. Every field documents its default; validate()
 /// (called by the constructors) rejects inconsistent ones. The timing rules
-/// are the elector's (detail::timing_rules), applied to every lease of the
+/// are every holder's (holder_config), applied to every lease of the
 /// set: one lease_renew_many at about ttl / 3 renews all of them; a lease
 /// whose renewals fail until its renew deadline is given up before its
 /// local deadline (send time of the last successful renewal + ttl - safety
 /// margin), which comes before the server's expiry.
-struct lease_set_config {
+struct lease_set_config : holder_config {
     /// The leases wanted from the start (more with lease_set::add()).
     /// Each a valid lease name (1..255 bytes, no NUL); duplicates ignored.
     std::vector<std::string> names;
-
-    /// Holder identity of every lease. Default: default_identity().
-    std::string identity = default_identity();
-
-    /// Time to live of every grant and renewal. Default 15 s.
-    std::chrono::milliseconds ttl{15000};
-
-    /// How long renewals may fail, from the send time of the last successful
-    /// one, before the set gives its leases up. Default 10 s.
-    std::chrono::milliseconds renew_deadline{10000};
-
-    /// Pause between tries to acquire the wanted leases not held, and
-    /// between retries after an error (reconnects included). Default 2 s.
-    std::chrono::milliseconds retry_period{2000};
-
-    /// Retry pauses are drawn from [retry_period, retry_period x
-    /// jitter_factor]. Default 1.2; must be >= 1.
-    double jitter_factor{1.2};
-
-    /// Subtracted from ttl for the local deadline. Default (nullopt):
-    /// min(ttl / 10, 1 s).
-    std::optional<std::chrono::milliseconds> safety_margin;
-
-    /// Release every lease (one round trip) when the set stops. Default true.
-    bool release_on_stop = true;
-
-    /// The set's own connection (renewals, acquires, releases; fenced work
-    /// runs on the application's connections). Its call_timeout is lowered
-    /// to retry_period if longer. Default: PG* environment.
-    connection_options connection;
 
     /// The callbacks (both optional).
     lease_set_callbacks callbacks;
@@ -100,20 +64,6 @@ struct lease_set_config {
     /// lease name; the elector's timing rules (ttl - safety margin >
     /// renew_deadline > retry_period x jitter_factor > 0).
     void validate() const;
-
-    /// The margin in effect.
-    [[nodiscard]] std::chrono::milliseconds effective_safety_margin() const noexcept;
-
-    /// When the set renews after a success: ttl / 3, but early enough that
-    /// one retry still fits before renew_deadline.
-    [[nodiscard]] std::chrono::milliseconds renew_interval() const noexcept;
-
-    /// The lease settings of every lease of the set.
-    [[nodiscard]] lease_options to_lease_options() const;
-
-private:
-    /// The timing fields, for the rules shared with the other configs.
-    [[nodiscard]] detail::timing_rules timing() const;
 };
 
 } // namespace pglease

@@ -6,6 +6,7 @@
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
 #include "pglease/lease_view.hpp"
+#include "pglease/loop_thread.hpp"
 #include "pglease/observer_options.hpp"
 
 #include <atomic>
@@ -86,8 +87,7 @@ private:
     mutable std::mutex m_mutex; ///< guards m_view
     mutable std::condition_variable m_changed;
     lease_view m_view;
-    std::atomic<bool> m_stopping{false};
-    std::thread m_thread;
+    detail::loop_thread m_loop; ///< last: joined before the members it uses go
 };
 
 } // namespace pglease

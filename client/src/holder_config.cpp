@@ -1,28 +1,32 @@
-/// @file timing_rules.cpp
-/// @brief The shared timing rules of elector_config and group_config.
-#include "timing_rules.hpp"
+/// @file holder_config.cpp
+/// @brief The timing rules every holder's config shares.
+#include "pglease/holder_config.hpp"
 
 #include "pglease/error.hpp"
 
 #include <algorithm>
 
-namespace pglease::detail {
+namespace pglease {
 
 using std::chrono::milliseconds;
 
-milliseconds timing_rules::effective_safety_margin() const noexcept {
+milliseconds holder_config::effective_safety_margin() const noexcept {
     if (safety_margin)
         return *safety_margin;
     return std::min(ttl / 10, milliseconds{1000});
 }
 
-milliseconds timing_rules::renew_interval() const noexcept {
+milliseconds holder_config::renew_interval() const noexcept {
     const auto jittered = milliseconds{
         static_cast<milliseconds::rep>(static_cast<double>(retry_period.count()) * jitter_factor)};
     return std::max(std::min(ttl / 3, renew_deadline - jittered), milliseconds{1});
 }
 
-void timing_rules::validate() const {
+void holder_config::validate_holder() const {
+    if (identity.empty() || identity.size() > 255)
+        throw config_error{"identity must be 1 to 255 bytes long"};
+    if (identity.find('\0') != std::string::npos)
+        throw config_error{"identity must not contain a NUL byte"};
     if (ttl <= milliseconds::zero() || renew_deadline <= milliseconds::zero() ||
         retry_period <= milliseconds::zero())
         throw config_error{"ttl, renew deadline and retry period must be positive"};
@@ -40,7 +44,7 @@ void timing_rules::validate() const {
         throw config_error{"renew deadline must be greater than retry period times jitter factor"};
 }
 
-lease_options timing_rules::lease_settings(const std::string& identity) const {
+lease_options holder_config::to_lease_options() const {
     lease_options o;
     o.identity = identity;
     o.ttl = ttl;
@@ -49,4 +53,4 @@ lease_options timing_rules::lease_settings(const std::string& identity) const {
     return o;
 }
 
-} // namespace pglease::detail
+} // namespace pglease
