@@ -2,7 +2,7 @@
 /// @brief -d/-h/-p/-U to one connection string, with libpq's own parser.
 #include "conninfo.hpp"
 
-#include "conninfo_text.hpp"
+#include "pq/conninfo_text.hpp"
 
 #include <map>
 

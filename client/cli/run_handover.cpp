@@ -1,7 +1,7 @@
 /// @file run_handover.cpp
 /// @brief `pglease run`'s planned take-over: asking the holder
 /// (--take-over), and handing the lease over to a verified requester after
-/// the job is gone (protocol: client/src/takeover_listener.hpp).
+/// the job is gone (protocol: client/src/election/takeover_listener.hpp).
 #include "common.hpp"
 #include "exit_codes.hpp"
 #include "run_signals.hpp"

@@ -5,9 +5,9 @@
 #pragma once
 
 #include "commands.hpp"
+#include "election/takeover_listener.hpp"
 #include "options.hpp"
 #include "run_observability.hpp"
-#include "takeover_listener.hpp"
 
 #include <pglease/lease.hpp>
 #include <pglease/pq_backend.hpp>
@@ -90,7 +90,7 @@ private:
     std::atomic<bool> m_refused{false};
     std::unique_ptr<run_observability> m_http; ///< --http: /healthz and /metrics
 
-    // Planned take-over (protocol: client/src/takeover_listener.hpp).
+    // Planned take-over (protocol: client/src/election/takeover_listener.hpp).
     std::unique_ptr<detail::takeover_requester> m_requester; ///< --take-over, while waiting
     detail::takeover_schedule m_ask;                         ///< whom to ask, when
     std::unique_ptr<detail::takeover_listener> m_listener;   ///< requests to us, while holding

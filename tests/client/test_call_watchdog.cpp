@@ -3,7 +3,7 @@
 /// standing in for the connection: nothing done for a call in time, a
 /// cancel at the deadline, the socket shut down when the cancel does not
 /// bring the reply.
-#include "call_watchdog.hpp"
+#include "pq/call_watchdog.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 /// @file test_config.cpp
 /// @brief Config validation (table), defaults, identities, connection
 /// strings, SQLSTATE mapping. No server needed.
-#include "conninfo.hpp"
 #include "pglease/elector_config.hpp"
 #include "pglease/error.hpp"
 #include "pglease/identity.hpp"
 #include "pglease/lease_options.hpp"
+#include "pq/conninfo.hpp"
 
 #include <gtest/gtest.h>
 

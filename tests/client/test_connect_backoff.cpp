@@ -4,10 +4,10 @@
 /// jitter, per server, shared by every backend of the process; attempts
 /// refused at once do not. The last two tests drive a real pq_backend
 /// against a listener that never answers (no PostgreSQL needed).
-#include "connect_backoff.hpp"
-#include "conninfo.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pq/connect_backoff.hpp"
+#include "pq/conninfo.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -143,13 +143,13 @@ private:
     std::vector<int> m_accepted;
 };
 
-TEST(connect_backoff, a_backend_backs_off_from_a_server_too_busy_to_answer_and_sends_nothing_meanwhile) {
+TEST(connect_backoff,
+     a_backend_backs_off_from_a_server_too_busy_to_answer_and_sends_nothing_meanwhile) {
     silent_server server;
     connection_options o;
     // A name of its own: the backoff is per connection string.
     o.conninfo = "host=127.0.0.1 port=" + std::to_string(server.port()) +
-                 " connect_timeout=2 application_name=backoff-test-" +
-                 std::to_string(::getpid());
+                 " connect_timeout=2 application_name=backoff-test-" + std::to_string(::getpid());
     o.listen = false;
     pq_backend first{o};
     const auto t0 = std::chrono::steady_clock::now();

@@ -2,7 +2,7 @@
 /// @brief Reading NOTIFY pg_lease payloads, as the extension sends them
 /// (the JSON below is what `LISTEN pg_lease` shows in psql): the lease's
 /// name, and whether it is free now (what wakes a lease_set).
-#include "event_payload.hpp"
+#include "pq/event_payload.hpp"
 
 #include <gtest/gtest.h>
 

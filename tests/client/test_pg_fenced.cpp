@@ -11,7 +11,7 @@
 #include "pglease/fence.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pq_handle.hpp"
+#include "pq/pq_handle.hpp"
 
 #include <libpq-fe.h>
 

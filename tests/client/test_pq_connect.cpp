@@ -7,7 +7,7 @@
 /// PostgreSQL needed.
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pq_connect.hpp"
+#include "pq/pq_connect.hpp"
 
 #include <pqxx/except>
 

@@ -2,7 +2,7 @@
 /// @brief libpqxx 6.4 drops the SQLSTATE of some exception types; the
 /// client restores it so the error tree maps them (e.g. 42501).
 #include "pglease/error.hpp"
-#include "pqxx_sqlstate.hpp"
+#include "pq/pqxx_sqlstate.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,8 +24,9 @@ TEST(pqxx_sqlstate, keeps_the_code_libpqxx_gives) {
 }
 
 TEST(pqxx_sqlstate, a_restored_42501_maps_to_permission_denied) {
-    EXPECT_THROW(throw_for_sqlstate("denied", detail::sqlstate_of(pqxx::insufficient_privilege{"denied"})),
-                 permission_denied);
+    EXPECT_THROW(
+        throw_for_sqlstate("denied", detail::sqlstate_of(pqxx::insufficient_privilege{"denied"})),
+        permission_denied);
 }
 
 } // namespace

@@ -2,7 +2,7 @@
 /// @brief The take-over protocol's pure parts: the request payload (what
 /// `pglease run --take-over` and an elector with take_over send) and when a
 /// holder is asked again.
-#include "takeover_listener.hpp"
+#include "election/takeover_listener.hpp"
 
 #include <gtest/gtest.h>
 

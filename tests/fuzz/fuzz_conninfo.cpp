@@ -1,8 +1,8 @@
 // libFuzzer target: the client's connection-string builder, which hands the
 // user's string to libpq's parser and adds timeouts and keepalives.
 // Invariant: either config_error, or a string libpq parses again.
-#include "conninfo.hpp"
 #include "pglease/error.hpp"
+#include "pq/conninfo.hpp"
 
 #include <libpq-fe.h>
 

@@ -1,7 +1,7 @@
 // libFuzzer target: the client's reading of NOTIFY pg_lease payloads.
 // Invariant: any payload yields a name or "*" and a freed flag, never an
 // exception or crash.
-#include "event_payload.hpp"
+#include "pq/event_payload.hpp"
 
 #include <cstddef>
 #include <cstdint>

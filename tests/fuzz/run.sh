@@ -21,10 +21,10 @@ case "$target" in
 		clang "${flags[@]}" -I"$root/extension" "$here/fuzz_epoch_list.c" \
 			"$root/extension/epoch_list.c" -o "$work/fuzz" ;;
 	event_payload)
-		"${cxx[@]}" "$here/fuzz_event_payload.cpp" "$root/client/src/event_payload.cpp" -o "$work/fuzz" ;;
+		"${cxx[@]}" "$here/fuzz_event_payload.cpp" "$root/client/src/pq/event_payload.cpp" -o "$work/fuzz" ;;
 	conninfo)
 		"${cxx[@]}" -I"$(pg_config --includedir)" "$here/fuzz_conninfo.cpp" \
-			"$root/client/src/conninfo.cpp" "$root/client/src/conninfo_text.cpp" "$root/client/src/error.cpp" -lpq -o "$work/fuzz" ;;
+			"$root/client/src/pq/conninfo.cpp" "$root/client/src/pq/conninfo_text.cpp" "$root/client/src/engine/error.cpp" -lpq -o "$work/fuzz" ;;
 	cli_duration)
 		"${cxx[@]}" -I"$root/client/cli" "$here/fuzz_cli_duration.cpp" \
 			"$root/client/cli/duration.cpp" -o "$work/fuzz" ;;
@@ -33,7 +33,7 @@ case "$target" in
 			"$root/client/cli/event.cpp" -o "$work/fuzz" ;;
 	cli_args)
 		"${cxx[@]}" -I"$root/client/cli" -I"$(pg_config --includedir)" "$here/fuzz_cli_args.cpp" \
-			"$root"/client/cli/{cli_parse,conninfo,duration,http_endpoint,run_plan}.cpp "$root/client/src/conninfo_text.cpp" -lpq -o "$work/fuzz" ;;
+			"$root"/client/cli/{cli_parse,conninfo,duration,http_endpoint,run_plan}.cpp "$root/client/src/pq/conninfo_text.cpp" -lpq -o "$work/fuzz" ;;
 	*)
 		echo "unknown fuzz target: $target" >&2
 		exit 2 ;;

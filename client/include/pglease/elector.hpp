@@ -228,7 +228,7 @@ private:
     std::thread m_worker;
     std::atomic<bool> m_work_failed{false};
 
-    // Planned take-over (client/src/takeover_listener.hpp); the elector's
+    // Planned take-over (client/src/election/takeover_listener.hpp); the elector's
     // thread only.
     std::unique_ptr<detail::takeover_listener> m_takeover_listener;   ///< during a term
     std::unique_ptr<detail::takeover_requester> m_takeover_requester; ///< before the first term

@@ -1,0 +1,200 @@
+/// @file takeover_listener.cpp
+/// @brief Take-over requests: sending one, and checking the ones that come
+/// to a holder (protocol: takeover_listener.hpp).
+#include "election/takeover_listener.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace pglease::detail {
+namespace {
+
+/// Queues (payload, sender pid): queries must wait until get_notifs() returned.
+class inbox_receiver final : public pqxx::notification_receiver {
+public:
+    inbox_receiver(pqxx::connection_base& conn, std::vector<std::pair<std::string, int>>& inbox)
+        : pqxx::notification_receiver{conn, takeover_channel}
+        , m_inbox{inbox} {}
+
+    void operator()(const std::string& payload, int backend_pid) override {
+        if (m_inbox.size() < 1024)
+            m_inbox.emplace_back(payload, backend_pid);
+    }
+
+private:
+    std::vector<std::pair<std::string, int>>& m_inbox;
+};
+
+} // namespace
+
+bool takeover_requester::ask(std::string& error) {
+    try {
+        if (!m_conn || !m_conn->is_open())
+            m_conn = std::make_unique<pqxx::connection>(m_conninfo);
+        pqxx::nontransaction tx{*m_conn};
+        tx.exec_params("SELECT pg_catalog.pg_notify($1, $2)", takeover_channel,
+                       takeover_payload(m_request));
+        return true;
+    } catch (const std::exception& e) {
+        m_conn.reset();
+        error = e.what();
+        return false;
+    }
+}
+
+bool takeover_schedule::due(const std::string& holder, time_point now) const {
+    if (holder.empty())
+        return false;
+    if (holder != m_holder)
+        return true;
+    return now - m_at >= m_every;
+}
+
+void takeover_schedule::asked(const std::string& holder, time_point now) {
+    m_every = holder != m_holder ? m_first : std::min(m_every * 2, m_most);
+    m_holder = holder;
+    m_at = now;
+}
+
+/// Everything the listener's thread uses: it may outlive the listener
+/// (a connect in progress when the owner goes).
+struct takeover_listener::state {
+    std::string conninfo;
+    std::string lease;
+    std::string identity;
+    int stop[2] = {-1, -1}; ///< self-pipe: the owner wakes the thread
+
+    std::mutex mutex; ///< guards the callbacks (cleared by the owner) and accepted
+    request_fn on_request;
+    log_fn log;
+    std::optional<accepted_takeover> accepted;
+    bool taken = false;
+    std::atomic<bool> listening{false};
+
+    ~state() {
+        ::close(stop[0]);
+        ::close(stop[1]);
+    }
+
+    void say(const std::string& line) {
+        const std::lock_guard lock{mutex};
+        if (log)
+            log(line);
+    }
+
+    void check(pqxx::connection& conn, const std::string& payload, int pid);
+    void run() noexcept;
+};
+
+void takeover_listener::state::check(pqxx::connection& conn, const std::string& payload, int pid) {
+    const auto request = parse_takeover_request(payload);
+    if (!request || request->lease != lease)
+        return; // another lease's request (or not one at all): not ours to judge
+    const std::string who = "pid " + std::to_string(pid);
+    if (request->requester == identity) {
+        say("ignoring a take-over request from " + who + ": the requester is this holder");
+        return;
+    }
+    // The sender must be the holder's own role (or a superuser): the roles
+    // lease_handover() itself accepts. The same query sees that its session
+    // is still there (it waits for the lease on it).
+    pqxx::nontransaction tx{conn};
+    const pqxx::result r =
+        tx.exec_params("SELECT a.usename::text, a.usename = current_user OR coalesce(ro.rolsuper, "
+                       "false), current_user::text FROM pg_catalog.pg_stat_activity a LEFT JOIN "
+                       "pg_catalog.pg_roles ro ON ro.oid = a.usesysid WHERE a.pid = $1",
+                       pid);
+    if (r.empty()) {
+        say("ignoring a take-over request from " + who + ": that session has gone");
+        return;
+    }
+    const std::string role = r[0][0].is_null() ? "(none)" : r[0][0].as<std::string>();
+    if (!r[0][1].as<bool>(false)) {
+        say("ignoring a take-over request for \"" + lease + "\" from " + who + " (role " + role +
+            "): only role " + r[0][2].as<std::string>() + " or a superuser may ask for it");
+        return;
+    }
+    const std::lock_guard lock{mutex};
+    if (accepted)
+        return; // the first verified request wins
+    accepted = accepted_takeover{request->requester, pid, role};
+    if (on_request)
+        on_request(*accepted);
+}
+
+void takeover_listener::state::run() noexcept {
+    std::unique_ptr<pqxx::connection> conn;
+    std::vector<std::pair<std::string, int>> inbox;
+    std::unique_ptr<inbox_receiver> receiver;
+    try {
+        conn = std::make_unique<pqxx::connection>(conninfo);
+        receiver = std::make_unique<inbox_receiver>(*conn, inbox); // LISTEN
+        listening.store(true);
+    } catch (const std::exception& e) {
+        say(std::string{"take-over requests will not be heard: "} + e.what());
+        return;
+    }
+    for (;;) {
+        try {
+            conn->get_notifs();
+            auto batch = std::move(inbox);
+            inbox.clear();
+            for (const auto& [payload, pid] : batch)
+                check(*conn, payload, pid);
+        } catch (const std::exception& e) {
+            // Without this session no request gets through; the lease and
+            // the work are unaffected (the requester waits as usual).
+            say(std::string{"take-over requests are no longer heard: "} + e.what());
+            return;
+        }
+        pollfd fds[2] = {{stop[0], POLLIN, 0}, {conn->sock(), POLLIN, 0}};
+        const int rc = ::poll(fds, fds[1].fd >= 0 ? 2 : 1, -1);
+        if (rc < 0 && errno != EINTR)
+            return;
+        if ((fds[0].revents & POLLIN) != 0)
+            return;
+    }
+}
+
+takeover_listener::takeover_listener(std::string conninfo, std::string lease,
+                                     std::string own_identity, request_fn on_request, log_fn log)
+    : m_state{std::make_shared<state>()} {
+    state& s = *m_state;
+    s.conninfo = std::move(conninfo);
+    s.lease = std::move(lease);
+    s.identity = std::move(own_identity);
+    s.on_request = std::move(on_request);
+    s.log = std::move(log);
+    if (::pipe2(s.stop, O_NONBLOCK | O_CLOEXEC) != 0)
+        throw std::runtime_error{std::string{"pipe2: "} + std::strerror(errno)};
+    std::thread{[keep = m_state] { keep->run(); }}.detach();
+}
+
+takeover_listener::~takeover_listener() {
+    {
+        // After this no callback runs (they run under the same mutex).
+        const std::lock_guard lock{m_state->mutex};
+        m_state->on_request = nullptr;
+        m_state->log = nullptr;
+    }
+    const char b = 1;
+    [[maybe_unused]] const auto n = ::write(m_state->stop[1], &b, 1);
+}
+
+std::optional<accepted_takeover> takeover_listener::take() {
+    const std::lock_guard lock{m_state->mutex};
+    if (m_state->taken || !m_state->accepted)
+        return std::nullopt;
+    m_state->taken = true;
+    return m_state->accepted;
+}
+
+bool takeover_listener::listening() const noexcept {
+    return m_state->listening.load();
+}
+
+} // namespace pglease::detail

@@ -1,0 +1,323 @@
+/// @file pq_backend.cpp
+/// @brief pg_lease SQL API over libpqxx 6.4, with reconnect and LISTEN.
+///
+/// pq/: the backend the holders use against a real server: the session
+/// (pq_session.hpp), the statements, bounded calls (call_watchdog, the
+/// deadline-bounded connect), reconnects with backoff, connection strings,
+/// and NOTIFY payloads. The holders reach the server only through it (the
+/// take-over listener and fenced work run on sessions of their own).
+#include "pq/connect_backoff.hpp"
+#include "pq/conninfo.hpp"
+#include "pq/pq_session.hpp"
+#include "pq/wakeup_pipe.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <optional>
+
+namespace pglease {
+using detail::bounded;
+using detail::cancel_grace;
+using detail::interval_text;
+using detail::micros;
+using detail::receiver;
+
+class pq_backend::wakeup : public detail::wakeup_pipe {};
+
+namespace {
+/// How much earlier than its deadline the server ends a raise (at most a
+/// quarter of the time left): room for the error to come back.
+constexpr std::chrono::milliseconds raise_reply_margin{100};
+} // namespace
+
+pq_backend::pq_backend(connection_options options)
+    : m_options{std::move(options)}
+    , m_conninfo{detail::build_conninfo(m_options)}
+    , m_wakeup{std::make_unique<wakeup>()}
+    , m_watchdog{std::make_unique<detail::call_watchdog>(cancel_grace)}
+    , m_sql{std::make_unique<detail::pq_statements>(m_options.schema)} {}
+
+pq_backend::~pq_backend() = default;
+
+bool pq_backend::connected() const noexcept {
+    return m_session && m_session->conn.is_open();
+}
+
+int pq_backend::server_pid() const noexcept {
+    return m_session ? m_session->conn.backendpid() : 0;
+}
+
+void pq_backend::connect() {
+    (void)live();
+}
+
+void pq_backend::drop() noexcept {
+    m_session.reset();
+}
+
+pq_backend::session& pq_backend::live(clock::time_point connect_by) {
+    if (m_session && m_session->conn.is_open())
+        return *m_session;
+    const bool reconnect = static_cast<bool>(m_session);
+    drop();
+    // An overloaded server is not sent another attempt before its backoff
+    // ends (connect_backoff.hpp): that costs it nothing.
+    auto& backoff = detail::connect_backoff::shared();
+    const auto attempt = std::chrono::steady_clock::now();
+    if (const auto left = backoff.wait_left(m_conninfo, attempt);
+        left > std::chrono::steady_clock::duration::zero())
+        throw connection_lost{
+            "cannot connect: backing off for " +
+            std::to_string(std::chrono::ceil<std::chrono::milliseconds>(left).count()) +
+            " ms after " + std::to_string(backoff.failures(m_conninfo)) +
+            " attempts the server was too busy to accept"};
+    const auto failed = [&](const std::string& why) {
+        const auto took = std::chrono::steady_clock::now() - attempt;
+        backoff.failed(
+            m_conninfo, std::chrono::steady_clock::now(), detail::overloaded_attempt(why),
+            std::max<std::chrono::steady_clock::duration>(took, std::chrono::milliseconds{500}),
+            m_options.reconnect_backoff_max);
+    };
+    try {
+        auto fresh = std::make_shared<session>(m_conninfo, connect_by);
+        {
+            // A connect with a deadline keeps it for the setup too: a server
+            // that froze right after the handshake does not hold us here.
+            detail::call_watchdog::outcome dog;
+            std::optional<detail::watch_guard> guard;
+            if (connect_by != clock::time_point::max()) {
+                m_watchdog->arm(connect_by, fresh->conn.sock(),
+                                [keep = fresh] { keep->conn.cancel_query(); });
+                guard.emplace(*m_watchdog, dog);
+            }
+            pqxx::nontransaction tx{fresh->conn};
+            // Server-side backstop only: each call is bounded on the client side.
+            const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
+            tx.exec("SET statement_timeout = " + std::to_string(backstop.count()));
+            tx.commit();
+        }
+        m_session = std::move(fresh);
+        backoff.succeeded(m_conninfo);
+    } catch (const pqxx::broken_connection& e) {
+        failed(e.what());
+        throw connection_lost{std::string{"cannot connect: "} + e.what()};
+    } catch (const pqxx::sql_error& e) {
+        failed(e.what());
+        throw_for_sqlstate(std::string{"cannot set up session: "} + e.what(),
+                           detail::sqlstate_of(e));
+    } catch (const pqxx::failure& e) {
+        failed(e.what());
+        throw connection_lost{std::string{"cannot connect: "} + e.what()};
+    }
+    if (m_listen_wanted) {
+        try {
+            m_session->listener = std::make_unique<receiver>(m_session->conn, m_changed, m_freed);
+        } catch (const std::exception&) {
+            // Degrade: waiters wake at the known expiry only.
+        }
+        if (reconnect)
+            m_changed.insert("*"); // events may have been missed meanwhile
+    }
+    return *m_session;
+}
+
+acquire_reply pq_backend::acquire(const std::string& name, const std::string& holder,
+                                  std::chrono::milliseconds ttl, clock::time_point deadline) {
+    return call("lease_acquire", bounded(deadline, m_options.acquire_timeout), [&] {
+        const pqxx::row row = m_session->exec1(m_sql->acquire, name, holder, interval_text(ttl));
+        acquire_reply reply;
+        reply.acquired = row[0].as<bool>();
+        reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
+        reply.holder = row[2].as<std::string>();
+        reply.remaining = micros(row[3]);
+        return reply;
+    });
+}
+
+std::optional<std::chrono::microseconds>
+pq_backend::renew(const std::string& name, const std::string& holder, std::int64_t epoch,
+                  std::chrono::milliseconds ttl, clock::time_point deadline) {
+    return call("lease_renew", bounded(deadline, m_options.call_timeout), [&] {
+        return micros(m_session->exec1(m_sql->renew, name, holder, epoch, interval_text(ttl))[0]);
+    });
+}
+
+std::string pq_backend::store_id(clock::time_point deadline) {
+    if (connected() && m_session->store_id)
+        return *m_session->store_id;
+    const auto until = bounded(deadline, m_options.call_timeout);
+    (void)live(until);
+    return call("lease_store_id", until, [&] {
+        m_session->store_id = m_session->exec1(m_sql->store_id)[0].as<std::string>();
+        return *m_session->store_id;
+    });
+}
+
+bool pq_backend::raise(const std::string& store, const std::string& name, std::int64_t epoch,
+                       clock::time_point deadline) {
+    const auto until = bounded(deadline, m_options.acquire_timeout);
+    const auto attempt = [&] {
+        (void)live(until);
+        return call("lease_raise", until, [&] {
+            pqxx::nontransaction& tx = m_session->calls();
+            // The server gives up a little before the watchdog would cancel,
+            // so that its error (a plain reply, the session kept) is back by then.
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                until - std::chrono::steady_clock::now());
+            const auto server_limit = std::max<std::chrono::milliseconds>(
+                left - std::min(raise_reply_margin, left / 4), std::chrono::milliseconds{1});
+            const pqxx::result r =
+                tx.exec("SET LOCAL statement_timeout = " + std::to_string(server_limit.count()) +
+                        "; " + m_sql->raise_call + "(" + tx.quote(store) + ", " + tx.quote(name) +
+                        ", " + std::to_string(epoch) + ")");
+            if (r.size() != 1)
+                throw pqxx::unexpected_rows{"expected 1 row from lease_raise, got " +
+                                            std::to_string(r.size())};
+            return r[0][0].as<bool>();
+        });
+    };
+    const bool reused = connected();
+    try {
+        return attempt();
+    } catch (const connection_lost&) {
+        // A session that died while idle (the server restarted, an idle
+        // timeout, a pooler) is found out only now: one try on a fresh one,
+        // by the same deadline. A raise is idempotent (same epoch: true).
+        if (!reused || std::chrono::steady_clock::now() >= until)
+            throw;
+    }
+    return attempt();
+}
+
+bool pq_backend::release(const std::string& name, const std::string& holder, std::int64_t epoch) {
+    return call("lease_release", bounded(clock::time_point::max(), m_options.call_timeout), [&] {
+        return m_session->exec1(m_sql->release, name, holder, epoch)[0].as<bool>();
+    });
+}
+
+bool pq_backend::revoke(const std::string& name) {
+    return call("lease_revoke", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&] { return m_session->exec1(m_sql->revoke, name)[0].as<bool>(); });
+}
+
+std::optional<std::int64_t> pq_backend::handover(const std::string& name, const std::string& holder,
+                                                 std::int64_t epoch, const std::string& successor) {
+    return call("lease_handover", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&]() -> std::optional<std::int64_t> {
+                    const pqxx::field f =
+                        m_session->exec1(m_sql->handover, name, holder, epoch, successor)[0];
+                    if (f.is_null())
+                        return std::nullopt;
+                    return f.as<std::int64_t>();
+                });
+}
+
+bool pq_backend::listen() {
+    if (!m_options.listen)
+        return false;
+    m_listen_wanted = true;
+    try {
+        session& s = live();
+        s.end_calls(); // LISTEN outside libpqxx's open transaction object
+        if (!s.listener)
+            s.listener = std::make_unique<receiver>(s.conn, m_changed, m_freed);
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+template <typename Consume>
+bool pq_backend::wait_until_event(Consume&& consume, clock::time_point until) noexcept {
+    const auto take = [&] {
+        const bool hit = consume() + m_changed.erase("*") + m_freed.erase("*") > 0;
+        if (m_changed.size() > 1024)
+            m_changed.clear();
+        if (m_freed.size() > 1024)
+            m_freed.clear();
+        return hit;
+    };
+    for (;;) {
+        if (m_session && m_session->listener) {
+            try {
+                m_session->end_calls(); // libpqxx delivers nothing while it is open
+                m_session->conn.get_notifs();
+            } catch (const std::exception&) {
+                drop();       // the next call reconnects (and re-listens):
+                return false; // wake the caller for it now, not at `until`
+            }
+        }
+        if (take())
+            return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until)
+            return false;
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+        pollfd fds[2] = {{m_wakeup->read_fd(), POLLIN, 0}, {-1, POLLIN, 0}};
+        nfds_t count = 1;
+        if (m_session && m_session->listener && m_session->conn.sock() >= 0) {
+            fds[1].fd = m_session->conn.sock();
+            count = 2;
+        }
+        const int rc = ::poll(fds, count, static_cast<int>(std::min<long long>(left, INT_MAX)));
+        if (rc < 0 && errno != EINTR)
+            return false;
+        if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
+            m_wakeup->drain();
+            return false;
+        }
+    }
+}
+
+bool pq_backend::wait_for_change(const std::string& name, clock::time_point until) noexcept {
+    return wait_until_event([&]() -> std::size_t { return m_changed.erase(name); }, until);
+}
+
+bool pq_backend::wait_for_prefix(const std::string& prefix, clock::time_point until) noexcept {
+    return wait_until_event(
+        [&]() -> std::size_t {
+            std::size_t hits = 0;
+            auto it = m_changed.lower_bound(prefix);
+            while (it != m_changed.end() && it->compare(0, prefix.size(), prefix) == 0) {
+                it = m_changed.erase(it);
+                ++hits;
+            }
+            return hits;
+        },
+        until);
+}
+
+bool pq_backend::wait_for_free(const std::set<std::string>& names, clock::time_point until,
+                               std::vector<std::string>& freed) noexcept {
+    // m_freed holds the few leases freed since the last wait: look those
+    // up in the wanted set, not the other way round.
+    freed.clear();
+    return wait_until_event(
+        [&]() -> std::size_t {
+            std::size_t hits = 0;
+            for (auto it = m_freed.begin(); it != m_freed.end();) {
+                if (names.count(*it) > 0) {
+                    try {
+                        freed.push_back(*it);
+                    } catch (const std::bad_alloc&) {
+                        freed.clear(); // unknown which: the caller tries them all
+                    }
+                    it = m_freed.erase(it);
+                    ++hits;
+                } else {
+                    ++it;
+                }
+            }
+            return hits;
+        },
+        until);
+}
+
+void pq_backend::interrupt() noexcept {
+    m_wakeup->signal();
+}
+
+} // namespace pglease

@@ -1,0 +1,118 @@
+/// @file pq_backend_many.cpp
+/// @brief pq_backend's calls over many leases, each one statement: batched
+/// renew, acquire and release, and the lease_status reads.
+#include "pq/pq_arrays.hpp"
+#include "pq/pq_session.hpp"
+
+namespace pglease {
+namespace {
+
+using detail::bounded;
+using detail::interval_text;
+using detail::micros;
+
+/// A lease_status row (pq_statements::status and ::list) as a record.
+lease_record record_of(const pqxx::row& row) {
+    lease_record rec;
+    rec.name = row[0].as<std::string>();
+    rec.holder = row[1].as<std::string>();
+    rec.epoch = row[2].as<std::int64_t>();
+    rec.valid = row[3].as<bool>();
+    rec.remaining = std::chrono::microseconds{row[4].as<long long>()};
+    return rec;
+}
+
+} // namespace
+
+std::optional<lease_record> pq_backend::status(const std::string& name) {
+    return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&]() -> std::optional<lease_record> {
+                    const pqxx::result r = m_session->exec(m_sql->status, name);
+                    if (r.empty())
+                        return std::nullopt;
+                    return record_of(r[0]);
+                });
+}
+
+std::vector<std::optional<std::chrono::microseconds>>
+pq_backend::renew_many(const std::vector<std::string>& names, const std::string& holder,
+                       const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
+                       clock::time_point deadline) {
+    if (names.size() != epochs.size())
+        throw invalid_argument{"renew_many: names and epochs must have the same length"};
+    std::vector<std::optional<std::chrono::microseconds>> out(names.size());
+    if (names.empty())
+        return out;
+    const std::string name_array = detail::text_array(names);
+    const std::string epoch_array = detail::bigint_array(epochs);
+    return call("lease_renew_many", bounded(deadline, m_options.call_timeout), [&] {
+        const pqxx::result r =
+            m_session->exec(m_sql->renew_many, name_array, holder, epoch_array, interval_text(ttl));
+        if (r.size() != names.size())
+            throw error{"lease_renew_many: " + std::to_string(r.size()) + " rows for " +
+                        std::to_string(names.size()) + " leases"};
+        for (std::size_t i = 0; i < names.size(); ++i)
+            out[i] = micros(r[static_cast<pqxx::result::size_type>(i)][0]);
+        return out;
+    });
+}
+
+std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::string>& names,
+                                                    const std::string& holder,
+                                                    std::chrono::milliseconds ttl,
+                                                    clock::time_point deadline) {
+    if (names.empty())
+        return {};
+    return call("lease_acquire_many", bounded(deadline, m_options.acquire_timeout), [&] {
+        const pqxx::result r = m_session->exec(m_sql->acquire_many, detail::text_array(names),
+                                               holder, interval_text(ttl));
+        if (r.size() != names.size())
+            throw error{"lease_acquire_many: " + std::to_string(r.size()) + " rows for " +
+                        std::to_string(names.size()) + " leases"};
+        std::vector<acquire_reply> out;
+        out.reserve(names.size());
+        for (const auto& row : r) {
+            acquire_reply reply;
+            reply.acquired = row[0].as<bool>();
+            reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
+            reply.holder = row[2].as<std::string>();
+            reply.remaining = micros(row[3]);
+            out.push_back(std::move(reply));
+        }
+        return out;
+    });
+}
+
+std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names,
+                                           const std::string& holder,
+                                           const std::vector<std::int64_t>& epochs,
+                                           clock::time_point deadline) {
+    if (names.size() != epochs.size())
+        throw invalid_argument{"release_many: names and epochs must have the same length"};
+    if (names.empty())
+        return {};
+    return call("lease_release_many", bounded(deadline, m_options.acquire_timeout), [&] {
+        const pqxx::result r = m_session->exec(m_sql->release_many, detail::text_array(names),
+                                               holder, detail::bigint_array(epochs));
+        if (r.size() != names.size())
+            throw error{"lease_release_many: " + std::to_string(r.size()) + " rows for " +
+                        std::to_string(names.size()) + " leases"};
+        std::vector<bool> out;
+        out.reserve(names.size());
+        for (const auto& row : r)
+            out.push_back(row[0].as<bool>());
+        return out;
+    });
+}
+
+std::vector<lease_record> pq_backend::list(const std::string& prefix) {
+    // "lease_status": a read-only call, as status() (no commit to be unsure of).
+    return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout), [&] {
+        std::vector<lease_record> out;
+        for (const auto& row : m_session->exec(m_sql->list, prefix))
+            out.push_back(record_of(row));
+        return out;
+    });
+}
+
+} // namespace pglease

@@ -1,0 +1,108 @@
+/// @file pq_connect.cpp
+/// @brief A connect that ends by a deadline (see pq_connect.hpp).
+#include "pq/pq_connect.hpp"
+
+#include <pqxx/except>
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string_view>
+
+namespace pglease::detail {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+/// The conninfo's connect_timeout, as libpq reads it (at least 2 s; none
+/// when unset, 0 or not a number).
+std::optional<std::chrono::seconds> connect_timeout_of(const std::string& conninfo) {
+    const std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> parsed{
+        PQconninfoParse(conninfo.c_str(), nullptr), &PQconninfoFree};
+    if (!parsed)
+        return std::nullopt;
+    for (const PQconninfoOption* o = parsed.get(); o->keyword != nullptr; ++o) {
+        if (std::string_view{o->keyword} != "connect_timeout" || o->val == nullptr)
+            continue;
+        char* end = nullptr;
+        const long s = std::strtol(o->val, &end, 10);
+        if (end == o->val || s <= 0)
+            return std::nullopt;
+        return std::chrono::seconds{std::max(s, 2L)};
+    }
+    return std::nullopt;
+}
+
+/// Frees a PGconn that never became a connection's.
+struct pgconn_deleter {
+    void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+using owned_pgconn = std::unique_ptr<PGconn, pgconn_deleter>;
+
+[[noreturn]] void fail(const owned_pgconn& c, const std::string& fallback) {
+    std::string why = c ? PQerrorMessage(c.get()) : "";
+    if (why.empty())
+        why = fallback;
+    throw pqxx::broken_connection{why};
+}
+
+} // namespace
+
+deadline_connect::deadline_connect(const std::string& conninfo, clock::time_point deadline)
+    : pqxx::connectionpolicy{conninfo}
+    , m_deadline{deadline} {}
+
+deadline_connect::handle deadline_connect::do_startconnect(handle orig) {
+    if (orig != nullptr)
+        return orig;
+    if (m_deadline == clock::time_point::max())
+        return normalconnect(orig); // libpq's own connect_timeout, per host
+    auto until = m_deadline;
+    if (const auto limit = connect_timeout_of(options()))
+        until = std::min(until, steady::now() + *limit);
+    owned_pgconn c{PQconnectStart(options().c_str())};
+    if (!c)
+        throw std::bad_alloc{};
+    if (PQstatus(c.get()) == CONNECTION_BAD)
+        fail(c, "cannot start a connection");
+    // As libpq's connectDBComplete(), with the deadline for its timeout.
+    PostgresPollingStatusType state = PGRES_POLLING_WRITING;
+    for (;;) {
+        if (state == PGRES_POLLING_OK)
+            return c.release();
+        if (state == PGRES_POLLING_FAILED)
+            fail(c, "connection failed");
+        const auto now = steady::now();
+        if (now >= until)
+            throw pqxx::broken_connection{
+                "timeout expired: no connection by the caller's deadline"};
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+        pollfd fd{PQsocket(c.get()),
+                  static_cast<short>(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
+        const int rc = ::poll(&fd, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
+        if (rc < 0 && errno != EINTR)
+            fail(c, "poll failed while connecting");
+        if (rc > 0)
+            state = PQconnectPoll(c.get());
+    }
+}
+
+bounded_connection::bounded_connection(const std::string& conninfo, clock::time_point deadline)
+    : deadline_connect_holder{conninfo, deadline}
+    , pqxx::connection_base{policy} {
+    init();
+}
+
+bounded_connection::~bounded_connection() noexcept {
+    close();
+}
+
+} // namespace pglease::detail

@@ -1,0 +1,231 @@
+/// @file pq_session.hpp
+/// @brief pq_backend's private parts shared by its source files: the
+/// session, the bounded call every statement goes through, and helpers.
+#pragma once
+
+#include "pglease/error.hpp"
+#include "pglease/pq_backend.hpp"
+#include "pq/call_watchdog.hpp"
+#include "pq/event_payload.hpp"
+#include "pq/pq_connect.hpp"
+#include "pq/pq_statements.hpp"
+#include "pq/pqxx_sqlstate.hpp"
+
+#include <pqxx/pqxx>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pglease {
+namespace detail {
+
+/// Collects the lease names of NOTIFY pg_lease payloads.
+class receiver final : public pqxx::notification_receiver {
+public:
+    /// Every event's lease name goes to @p changed, the names of leases
+    /// that are free now (released, revoked) to @p freed as well.
+    receiver(pqxx::connection_base& conn, std::set<std::string>& changed,
+             std::set<std::string>& freed)
+        : pqxx::notification_receiver{conn, "pg_lease"}
+        , m_changed{changed}
+        , m_freed{freed} {}
+
+    void operator()(const std::string& payload, int /*backend_pid*/) override {
+        detail::notified_event event = detail::read_notified_event(payload);
+        if (event.freed)
+            m_freed.insert(event.name);
+        m_changed.insert(std::move(event.name));
+    }
+
+private:
+    std::set<std::string>& m_changed;
+    std::set<std::string>& m_freed;
+};
+
+/// Notices the server's warning that a commit stopped waiting for its
+/// synchronous standby ("canceling wait for synchronous replication ...":
+/// committed locally, maybe not replicated). PostgreSQL then reports
+/// success, so without this a grant or renewal could be believed that a
+/// failover loses (patroni#1412). The text is PostgreSQL's English one;
+/// with another lc_messages only the cancel itself is seen (see call()).
+class syncrep_watch final : public pqxx::errorhandler {
+public:
+    explicit syncrep_watch(pqxx::connection_base& conn)
+        : pqxx::errorhandler{conn} {}
+
+    bool operator()(const char msg[]) noexcept override {
+        const std::string_view text{msg};
+        if (text.find("wait for synchronous replication") != std::string_view::npos)
+            m_seen = true;
+        return true; // the older handlers (stderr) see it too
+    }
+
+    bool m_seen = false;
+};
+
+/// After a cancel request, how long the reply may take before the
+/// connection is shut down.
+constexpr std::chrono::milliseconds cancel_grace{200};
+
+/// The earlier of @p deadline and now + @p limit (no overflow for max()).
+inline clock::time_point bounded(clock::time_point deadline, std::chrono::milliseconds limit) {
+    const auto now = std::chrono::steady_clock::now();
+    if (deadline <= now || deadline - now < limit)
+        return deadline;
+    return now + limit;
+}
+
+inline std::string interval_text(std::chrono::milliseconds ttl) {
+    return std::to_string(ttl.count()) + " milliseconds";
+}
+
+inline std::optional<std::chrono::microseconds> micros(const pqxx::field& f) {
+    if (f.is_null())
+        return std::nullopt;
+    return std::chrono::microseconds{std::max<long long>(f.as<long long>(), 0)};
+}
+
+} // namespace detail
+
+/// One open session; the receiver is declared last so it goes first.
+struct pq_backend::session {
+    session(const std::string& conninfo, clock::time_point connect_by)
+        : conn{conninfo, connect_by}
+        , syncrep{conn} {}
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    session(session&&) = delete;
+    session& operator=(session&&) = delete;
+    ~session() {
+        end_calls();
+        conn.disconnect(); // no UNLISTEN round trip on a dying session
+        listener.reset();
+    }
+
+    /// The transaction every call runs in: a nontransaction (each statement
+    /// commits by itself) kept open between calls, so a call does not pay
+    /// libpqxx's per-transaction setup, nor the read for notifications that
+    /// its BEGIN makes. libpqxx delivers no notifications while it is open:
+    /// end_calls() closes it before the session waits for them.
+    pqxx::nontransaction& calls() {
+        if (!open_calls)
+            open_calls.emplace(conn, "pglease");
+        return *open_calls;
+    }
+
+    void end_calls() noexcept { open_calls.reset(); }
+
+    /// Runs @p st as a statement this session prepared (one parse and plan
+    /// per session, not one per call), prepared on first use under its
+    /// name. A pooler in transaction mode (pgbouncer before 1.21) moves the
+    /// session between server connections, where the statement may be
+    /// missing (26000) or already prepared (42P05): from then on this
+    /// session sends its statements unnamed. Neither error comes after an
+    /// execution, so the call still runs once.
+    template <typename... Args>
+    pqxx::result exec(const detail::statement& st, const Args&... args) {
+        pqxx::nontransaction& tx = calls();
+        if (prepare) {
+            try {
+                if (std::find(prepared.begin(), prepared.end(), &st) == prepared.end()) {
+                    conn.prepare(st.name, st.sql); // bookkeeping only: parsed at first use
+                    prepared.push_back(&st);
+                }
+                return tx.exec_prepared(st.name, args...);
+            } catch (const pqxx::sql_error& e) {
+                const std::string sqlstate = detail::sqlstate_of(e);
+                if (sqlstate != "26000" && sqlstate != "42P05")
+                    throw;
+                prepare = false;
+            }
+        }
+        return tx.exec_params(st.sql, args...);
+    }
+
+    /// exec() of a statement that returns exactly one row: that row.
+    template <typename... Args>
+    pqxx::row exec1(const detail::statement& st, const Args&... args) {
+        const pqxx::result r = exec(st, args...);
+        if (r.size() != 1)
+            throw pqxx::unexpected_rows{"expected 1 row from " + st.sql + ", got " +
+                                        std::to_string(r.size())};
+        return r[0];
+    }
+
+    detail::bounded_connection conn;
+    detail::syncrep_watch syncrep;
+    std::unique_ptr<detail::receiver> listener;
+    std::optional<pqxx::nontransaction> open_calls; ///< see calls()
+    std::vector<const detail::statement*> prepared; ///< known to conn.prepare()
+    bool prepare = true; ///< false once a pooler showed prepared statements do not hold
+    std::optional<std::string> store_id; ///< lease_store_id() of this connection's server
+};
+
+template <typename F>
+auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
+    session& s = live();
+    // Built only for a message: a call that succeeds allocates nothing here.
+    const auto prefix = [what] { return std::string{what} + ": "; };
+    if (std::chrono::steady_clock::now() >= deadline)
+        throw error{prefix() + "no time left before the caller's deadline; not sent"};
+    // The watchdog cancels the statement at the deadline and shuts the
+    // socket down if even that does not bring the reply; the guard disarms
+    // it (waiting for a cancel in flight) before any handler below runs.
+    detail::call_watchdog::outcome dog;
+    try {
+        // The cancel owns the session: it may return after we dropped it.
+        m_watchdog->arm(deadline, s.conn.sock(), [keep = m_session] { keep->conn.cancel_query(); });
+        s.syncrep.m_seen = false;
+        auto result = [&] {
+            const detail::watch_guard guard{*m_watchdog, dog};
+            try {
+                return body();
+            } catch (...) {
+                s.end_calls(); // the next call starts from a fresh transaction object
+                throw;
+            }
+        }();
+        // A reply after our cancel, or with the server's warning that the
+        // commit stopped waiting for its synchronous standby, is not an
+        // acknowledgment: the statement's commit may be lost in a failover.
+        // The lease resolves it (see commit_unknown): acquire again with the
+        // same identity, or let the local deadline run out.
+        const bool commits = std::string_view{what} != "lease_status"; // the one read-only call
+        if (commits && s.syncrep.m_seen)
+            throw commit_unknown{prefix() + "the server committed without its synchronous "
+                                            "standby (its wait was cancelled): outcome unknown"};
+        if (commits && dog.cancelled)
+            throw commit_unknown{prefix() + "the reply came after the call was cancelled at its "
+                                            "deadline (its commit may not be replicated): "
+                                            "outcome unknown"};
+        return result;
+    } catch (const commit_unknown&) {
+        throw;
+    } catch (const pqxx::broken_connection& e) {
+        drop();
+        if (dog.severed)
+            throw connection_lost{prefix() + "no reply by the call's deadline, and the cancel "
+                                             "request did not land: connection dropped"};
+        throw connection_lost{prefix() + e.what()};
+    } catch (const pqxx::failure& e) {
+        const std::string sqlstate = detail::sqlstate_of(e);
+        if (is_connection_sqlstate(sqlstate) || !s.conn.is_open()) {
+            drop();
+            throw connection_lost{prefix() + e.what(), sqlstate};
+        }
+        if (dog.cancelled && sqlstate == "57014")
+            throw error{prefix() + "no reply by the call's deadline: cancelled", sqlstate};
+        throw_for_sqlstate(prefix() + e.what(), sqlstate);
+    } catch (const pqxx::pqxx_exception& e) {
+        // usage, conversion and range errors: not the server's, still ours.
+        throw error{prefix() + e.base().what()};
+    }
+}
+
+} // namespace pglease
