@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs pglease_downstream_tests (test_pg_downstream.cpp) against two
+# Runs pglease_downstream_tests (test_pg_downstream*.cpp) against two
 # clusters of its own: the lease store and a downstream database.
 #   tests/client/downstream.sh PATH_OF_pglease_downstream_tests
 set -euo pipefail
