@@ -21,9 +21,10 @@ enum class shard_stop_reason {
     lost,           ///< renew refused, fence rejection, or the local deadline passed
     renew_deadline, ///< no successful renew within renew_deadline
     leaving,        ///< the member stops (released after the work stops)
+    failed,         ///< on_shard_started threw (released; tried again a retry period later)
 };
 
-/// "moved", "lost", "renew_deadline", "leaving".
+/// "moved", "lost", "renew_deadline", "leaving", "failed".
 [[nodiscard]] const char* to_string(shard_stop_reason r) noexcept;
 
 /// What a group member calls. All optional.

@@ -139,6 +139,7 @@ private:
         stop_source source;
         std::thread thread;
         std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);
+        std::shared_ptr<std::atomic<bool>> failed = std::make_shared<std::atomic<bool>>(false);
         bool stopping = false;
         shard_stop_reason reason = shard_stop_reason::moved;
     };

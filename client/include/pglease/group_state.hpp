@@ -9,6 +9,7 @@
 #include "pglease/group_assignment.hpp"
 #include "pglease/group_config.hpp"
 #include "pglease/lease.hpp"
+#include "pglease/term_table.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -39,7 +40,8 @@ struct group_event {
 /// the events it caused; next_step() says when to call it again; calling it
 /// earlier is always safe. Each step, in this order:
 ///
-///  1. shards no longer held locally (deadline passed, mark_lost) stop;
+///  1. shards no longer held locally (deadline passed, mark_lost), or whose
+///     work failed (work_failed()), stop;
 ///  2. when due, one lease_renew_many renews the membership lease and every
 ///     shard held (running or stopping);
 ///  3. leases whose renewals failed for renew_deadline are given up;
@@ -48,14 +50,16 @@ struct group_event {
 ///     group's leases are read (one round trip): the live members are the
 ///     valid membership leases, and the assignment is recomputed from them;
 ///  6. shards assigned to another member stop (event shard_stopping);
-///  7. shards whose work stopped (work_stopped()) are released, so the new
-///     owner can take them only after the old owner's work ended;
+///  7. shards whose work stopped (work_stopped()) are released (one round
+///     trip for all), so the new owner can take them only after the old
+///     owner's work ended;
 ///  8. shards assigned to this member that the last read showed free or
 ///     expired are acquired (event shard_started).
 ///
 /// A shard is never granted to two members at once whatever their views
 /// of the membership: each grant is lease_acquire's compare-and-swap, and
-/// fenced writes carry the shard's epoch.
+/// fenced writes carry the shard's epoch. Steps 1-3 and 7 are the
+/// engine's (detail::term_table), as in every holder of many leases.
 ///
 /// Threads: step(), request_scan(), work_stopped() and leave() on one
 /// thread; the queries (holds(), grant(), owned(), members(), joined())
@@ -79,6 +83,12 @@ public:
     /// The work of @p shard (after its shard_stopping event) has returned:
     /// the next step releases it, if still held and wanted.
     void work_stopped(const std::string& shard);
+
+    /// The work of @p shard (on_shard_started) failed: the next step stops
+    /// it (shard_stop_reason::failed); it is released after work_stopped()
+    /// and not acquired again for a retry period, as an elector whose
+    /// leader work failed resigns and campaigns again later.
+    void work_failed(const std::string& shard);
 
     /// Stops acquiring and joining; every running shard stops (reason
     /// leaving). Keep calling step() until left(): each shard is released
@@ -111,18 +121,12 @@ public:
     [[nodiscard]] std::string assigned_to(const std::string& shard) const;
 
     /// lease_renew_many round trips so far (tests: one per renewal cycle).
-    [[nodiscard]] std::uint64_t renew_rounds() const noexcept { return m_rounds.load(); }
+    [[nodiscard]] std::uint64_t renew_rounds() const noexcept { return m_shards.renew_rounds(); }
 
     /// "pglease:group/<group>/": the prefix of every lease of the group.
     [[nodiscard]] const std::string& prefix() const noexcept { return m_prefix; }
 
 private:
-    struct slot {
-        std::shared_ptr<lease> grant;
-        bool stopping = false;
-        bool work_done = false;
-        bool release = false; ///< release once the work is done
-    };
     /// What the last read showed for a shard.
     struct shard_row {
         std::string holder;
@@ -130,18 +134,13 @@ private:
         clock::time_point expires{};
     };
 
-    void stop_shard(std::vector<group_event>& events, const std::string& shard, slot& s,
-                    shard_stop_reason why);
-    void renew_all(std::vector<group_event>& events);
-    void give_up(std::vector<group_event>& events);
+    void stop_shards(std::vector<group_event>& events, std::vector<detail::ended_term> ended);
     void join();
     void scan(std::vector<group_event>& events);
     void stop_moved(std::vector<group_event>& events);
-    void release_stopped();
     void acquire_assigned(std::vector<group_event>& events);
-    void finish_leave();
     void schedule();
-    [[nodiscard]] clock::time_point call_bound() const;
+    [[nodiscard]] bool assigned_here(const std::string& shard) const;
     [[nodiscard]] clock::duration jittered_retry();
 
     group_config m_config;
@@ -152,18 +151,18 @@ private:
     lease m_member;
     std::mt19937_64 m_rng;
 
-    mutable std::mutex m_mutex; ///< guards m_slots' shape, m_live, m_target (written here only)
-    std::map<std::string, slot> m_slots;
+    detail::term_table m_shards;
+
+    mutable std::mutex m_mutex; ///< guards m_live, m_target (written here only)
     std::vector<group_member_info> m_live;
     std::map<std::string, std::string> m_target; ///< shard -> owner identity
     std::map<std::string, shard_row> m_rows;
 
-    std::atomic<std::uint64_t> m_rounds{0};
+    std::vector<std::string> m_failed; ///< work_failed(), for the next step
     bool m_scan_due = true;
     bool m_leaving = false;
     bool m_left = false;
     clock::time_point m_next;
-    clock::time_point m_next_renew = clock::time_point::max();
     clock::time_point m_next_scan;
     clock::time_point m_scan_wake = clock::time_point::max(); ///< a known expiry that matters
     clock::time_point m_join_retry;

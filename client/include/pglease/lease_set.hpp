@@ -171,9 +171,10 @@ private:
     lease_set_state m_state;
     std::unique_ptr<detail::callback_queue> m_callbacks;
 
-    std::mutex m_mutex; ///< guards m_changes, m_done
+    std::mutex m_mutex; ///< guards m_changes, m_done, m_failed
     std::vector<change> m_changes;
-    std::vector<std::pair<std::string, std::int64_t>> m_done; ///< on_lost returned
+    std::vector<std::pair<std::string, std::int64_t>> m_done;   ///< on_lost returned
+    std::vector<std::pair<std::string, std::int64_t>> m_failed; ///< on_acquired threw
     detail::loop_thread m_loop; ///< last: joined before the members it uses go
 };
 

@@ -20,9 +20,11 @@ enum class lease_loss {
     renew_deadline, ///< no successful renew within renew_deadline (e.g. the connection is gone)
     removed,        ///< remove() (released after on_lost returned)
     stopped,        ///< stop() (released after on_lost returned, with release_on_stop)
+    failed, ///< on_acquired threw (released after on_lost returned; tried again a retry period
+            ///< later)
 };
 
-/// "lost", "renew_deadline", "removed", "stopped".
+/// "lost", "renew_deadline", "removed", "stopped", "failed".
 [[nodiscard]] const char* to_string(lease_loss why) noexcept;
 
 /// What a lease_set calls. Both optional. Both run on the set's one

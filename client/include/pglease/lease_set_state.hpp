@@ -9,15 +9,16 @@
 #include "pglease/lease.hpp"
 #include "pglease/lease_set_config.hpp"
 #include "pglease/stop_token.hpp"
+#include "pglease/term_table.hpp"
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pglease {
@@ -39,14 +40,15 @@ struct lease_set_event {
 /// returns the events it caused; next_step() says when to call it again;
 /// calling it earlier is always safe. Each step, in this order:
 ///
-///  1. terms no longer held locally (deadline passed, mark_lost) end;
+///  1. terms no longer held locally (deadline passed, mark_lost), no longer
+///     wanted (remove()) or whose on_acquired threw (work_failed()) end;
 ///  2. when due, ONE lease_renew_many renews every lease with a term
 ///     (running, or ended but not released yet); a lease the server refuses
 ///     (NULL) ends at once;
 ///  3. terms whose renewals failed for renew_deadline end (step down before
 ///     the local deadline, as the elector does);
 ///  4. ended terms whose on_lost returned (callback_done()) are forgotten,
-///     and those removed or stopped are released: ONE release_many for all
+///     and those removed, failed or stopped are released: ONE release_many for all
 ///     of them (at stop(): once every on_lost returned, so one in all);
 ///  5. when due (add(), the retry period, the earliest expiry the server
 ///     reported for a lease held elsewhere), ONE acquire_many tries every
@@ -57,7 +59,8 @@ struct lease_set_event {
 /// A term's stop_token is signalled when it ends, and reads as stopped from
 /// its local deadline on by itself. A lease is never believed held past
 /// send time of its last successful acquire/renew + ttl - safety margin,
-/// which is before its expiry on the server.
+/// which is before its expiry on the server. Steps 1-4 are the engine's
+/// (detail::term_table), as in every holder of many leases.
 ///
 /// Threads: add(), remove(), step(), callback_done() and stop() on one
 /// thread; the queries (held(), epoch(), held_names(), held_count(),
@@ -94,6 +97,13 @@ public:
     /// wanted lease keeps its schedule.
     void lease_freed(const std::vector<std::string>& names);
 
+    /// The on_acquired of @p name's term with @p epoch threw: the next step
+    /// ends the term (lease_loss::failed), which is released after its
+    /// on_lost returned, and @p name is not acquired again for a retry
+    /// period (an event that frees it included), as an elector whose
+    /// leader work failed resigns and campaigns again later.
+    void work_failed(const std::string& name, std::int64_t epoch);
+
     /// The on_lost of @p name's term with @p epoch returned (or there is
     /// none): the next step forgets the term, releasing it if it was removed
     /// or stopped.
@@ -126,62 +136,43 @@ public:
     [[nodiscard]] std::shared_ptr<lease> grant(const std::string& name) const;
 
     /// Round trips so far, by kind (tests: one renew per renewal cycle).
-    [[nodiscard]] std::uint64_t renew_rounds() const noexcept { return m_renews.load(); }
+    [[nodiscard]] std::uint64_t renew_rounds() const noexcept { return m_terms.renew_rounds(); }
     [[nodiscard]] std::uint64_t acquire_rounds() const noexcept { return m_acquires.load(); }
-    [[nodiscard]] std::uint64_t release_rounds() const noexcept { return m_releases.load(); }
+    [[nodiscard]] std::uint64_t release_rounds() const noexcept { return m_terms.release_rounds(); }
 
     /// Send to reply of the last successful renew round trip (zero before
     /// the first): the cycle cost to watch against ttl / 3. Thread-safe.
     [[nodiscard]] clock::duration last_renew_latency() const noexcept {
-        return clock::duration{m_renew_latency.load()};
+        return m_terms.last_renew_latency();
     }
 
     [[nodiscard]] const lease_set_config& config() const noexcept { return m_config; }
 
 private:
-    struct term {
-        term(std::shared_ptr<lease> g, const clock& clk)
-            : grant{std::move(g)}
-            , stop{clk} {}
-        std::shared_ptr<lease> grant;
-        stop_source stop; ///< its tokens went to on_acquired
-        bool ended = false;
-        bool callback_done = false;
-        bool release = false; ///< release once callback_done
-    };
-
-    void end_term(std::vector<lease_set_event>& events, const std::string& name, term& t,
-                  lease_loss why);
-    void renew_all(std::vector<lease_set_event>& events);
-    void give_up(std::vector<lease_set_event>& events);
-    void release_done();
+    void end_term(std::vector<lease_set_event>& events, const detail::ended_term& e);
+    void end_terms(std::vector<lease_set_event>& events, std::vector<detail::ended_term> ended);
     void acquire_wanted(std::vector<lease_set_event>& events);
     void acquire(std::vector<lease_set_event>& events, const std::vector<std::string>& names);
     void schedule();
+    [[nodiscard]] bool acquirable(const std::string& name) const;
     [[nodiscard]] std::vector<std::string> unheld_wanted() const;
-    [[nodiscard]] clock::time_point call_bound() const;
-    [[nodiscard]] bool live(const term& t) const noexcept;
 
     lease_set_config m_config;
     backend& m_db;
     const clock& m_clock;
     lease_options m_options;
     std::mt19937_64 m_rng;
+    detail::term_table m_terms;
 
-    mutable std::mutex
-        m_mutex; ///< guards m_terms' shape and each term's `ended` (written here only)
-    std::map<std::string, term> m_terms;
     std::set<std::string> m_wanted;
     std::set<std::string> m_freed; ///< lease_freed(): acquire these at the next step
+    std::vector<std::pair<std::string, std::int64_t>>
+        m_failed; ///< work_failed(), for the next step
 
-    std::atomic<std::uint64_t> m_renews{0};
     std::atomic<std::uint64_t> m_acquires{0};
-    std::atomic<std::uint64_t> m_releases{0};
-    std::atomic<clock::duration::rep> m_renew_latency{0};
     bool m_stopping = false;
     bool m_stopped = false;
     clock::time_point m_next;
-    clock::time_point m_next_renew = clock::time_point::max();
     clock::time_point m_next_acquire;
 };
 

@@ -6,6 +6,7 @@
 #include "pglease/group_names.hpp"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 namespace pglease {
@@ -16,17 +17,9 @@ constexpr std::size_t max_lease_name = 255;
 } // namespace
 
 const char* to_string(shard_stop_reason r) noexcept {
-    switch (r) {
-    case shard_stop_reason::moved:
-        return "moved";
-    case shard_stop_reason::lost:
-        return "lost";
-    case shard_stop_reason::renew_deadline:
-        return "renew_deadline";
-    case shard_stop_reason::leaving:
-        return "leaving";
-    }
-    return "unknown";
+    static constexpr std::array names{"moved", "lost", "renew_deadline", "leaving", "failed"};
+    const auto i = static_cast<std::size_t>(r);
+    return i < names.size() ? names[i] : "unknown";
 }
 
 void group_config::validate() const {

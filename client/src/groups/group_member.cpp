@@ -68,12 +68,13 @@ void group_member::start_work(const std::string& shard, std::int64_t epoch) {
         return;
     }
     const stop_token token = w.source.token();
-    w.thread = std::thread{[this, shard, epoch, token, done = w.done] {
+    w.thread = std::thread{[this, shard, epoch, token, done = w.done, failed = w.failed] {
         try {
             m_config.callbacks.on_shard_started(shard, epoch, token);
         } catch (...) {
-            // The shard's work failed; the shard stays owned until it moves
-            // or is lost (report_lost() gives it up at once).
+            // The shard's work failed: give the shard up rather than own it
+            // without work (reap()), as an elector resigns.
+            failed->store(true);
         }
         done->store(true);
         m_db->interrupt(); // so a stopping shard is released at once
@@ -111,6 +112,9 @@ void group_member::reap() noexcept {
     std::vector<std::pair<std::string, work>> finished;
     {
         const std::lock_guard lock{m_mutex};
+        for (const auto& [shard, w] : m_work)
+            if (!w.stopping && w.failed->load())
+                m_state.work_failed(shard); // the next step stops it
         for (auto it = m_work.begin(); it != m_work.end();) {
             if (it->second.stopping && it->second.done->load()) {
                 finished.emplace_back(it->first, std::move(it->second));

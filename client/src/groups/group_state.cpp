@@ -11,6 +11,27 @@
 namespace pglease {
 
 using detail::expiry_slack;
+using detail::term_end;
+
+namespace {
+
+shard_stop_reason reason_of(term_end why) noexcept {
+    switch (why) {
+    case term_end::lost:
+        return shard_stop_reason::lost;
+    case term_end::renew_deadline:
+        return shard_stop_reason::renew_deadline;
+    case term_end::dropped:
+        return shard_stop_reason::moved;
+    case term_end::stopped:
+        return shard_stop_reason::leaving;
+    case term_end::failed:
+        return shard_stop_reason::failed;
+    }
+    return shard_stop_reason::lost;
+}
+
+} // namespace
 
 group_state::group_state(backend& db, const group_config& config, const clock& clk,
                          std::uint64_t seed)
@@ -21,6 +42,7 @@ group_state::group_state(backend& db, const group_config& config, const clock& c
     , m_prefix{group_prefix(config.group)}
     , m_member{db, group_member_lease(config.group, config.identity, config.weight), m_options, clk}
     , m_rng{seed}
+    , m_shards{db, clk, m_config}
     , m_next{clk.now()}
     , m_next_scan{clk.now()}
     , m_join_retry{clk.now()}
@@ -36,18 +58,11 @@ bool group_state::holds(const std::string& shard) const {
 }
 
 std::shared_ptr<lease> group_state::grant(const std::string& shard) const {
-    const std::lock_guard lock{m_mutex};
-    const auto it = m_slots.find(shard);
-    return it == m_slots.end() ? nullptr : it->second.grant;
+    return m_shards.grant(shard);
 }
 
 std::vector<std::string> group_state::owned() const {
-    const std::lock_guard lock{m_mutex};
-    std::vector<std::string> out;
-    for (const auto& [name, s] : m_slots)
-        if (!s.stopping && s.grant->held())
-            out.push_back(name);
-    return out;
+    return m_shards.live_names();
 }
 
 std::vector<group_member_info> group_state::members() const {
@@ -61,62 +76,21 @@ std::string group_state::assigned_to(const std::string& shard) const {
     return it == m_target.end() ? std::string{} : it->second;
 }
 
-void group_state::stop_shard(std::vector<group_event>& events, const std::string& shard, slot& s,
-                             shard_stop_reason why) {
-    if (why == shard_stop_reason::lost || why == shard_stop_reason::renew_deadline)
-        s.grant->mark_lost();
-    s.stopping = true;
-    s.release = (why == shard_stop_reason::moved) ||
-                (why == shard_stop_reason::leaving && m_config.release_on_stop);
-    group_event e;
-    e.what = group_event::kind::shard_stopping;
-    e.shard = shard;
-    e.epoch = s.grant->epoch();
-    e.reason = why;
-    events.push_back(std::move(e));
-}
-
-clock::time_point group_state::call_bound() const {
-    // No call may outlast the renew deadline of anything held.
-    auto bound = clock::time_point::max();
-    detail::bound_by(bound, m_member, m_config.renew_deadline);
-    for (const auto& entry : m_slots)
-        detail::bound_by(bound, *entry.second.grant, m_config.renew_deadline);
-    return bound;
-}
-
-void group_state::renew_all(std::vector<group_event>& events) {
-    // 2. One round trip for the membership and every shard held.
-    std::vector<lease*> batch;
-    if (m_member.held())
-        batch.push_back(&m_member);
-    for (auto& entry : m_slots)
-        if (entry.second.grant->held())
-            batch.push_back(entry.second.grant.get());
-    if (batch.empty()) {
-        m_next_renew = clock::time_point::max();
-        return;
+void group_state::stop_shards(std::vector<group_event>& events,
+                              std::vector<detail::ended_term> ended) {
+    for (detail::ended_term& t : ended) {
+        group_event e;
+        e.what = group_event::kind::shard_stopping;
+        e.shard = std::move(t.name);
+        e.epoch = t.epoch;
+        e.reason = reason_of(t.why);
+        events.push_back(std::move(e));
     }
-    const auto round = detail::renew_round(m_db, m_clock, m_config, batch, call_bound());
-    m_next_renew = round.next;
-    if (round.answered)
-        ++m_rounds;
-    // A shard refused by the server stops now (the others at step 1 later).
-    for (auto& [name, s] : m_slots)
-        if (!s.stopping && !s.grant->held())
-            stop_shard(events, name, s, shard_stop_reason::lost);
 }
 
-void group_state::give_up(std::vector<group_event>& events) {
-    // 3. Renewals failing since renew_deadline: step down before the local
-    //    deadline, as the elector does.
-    const auto now = m_clock.now();
-    if (m_member.held() && now >= m_member.renewed_at() + m_config.renew_deadline)
-        m_member.mark_lost();
-    for (auto& [name, s] : m_slots)
-        if (!s.stopping && s.grant->held() &&
-            now >= s.grant->renewed_at() + m_config.renew_deadline)
-            stop_shard(events, name, s, shard_stop_reason::renew_deadline);
+void group_state::work_failed(const std::string& shard) {
+    m_failed.push_back(shard);
+    m_next = m_clock.now();
 }
 
 void group_state::join() {
@@ -124,10 +98,9 @@ void group_state::join() {
     if (m_clock.now() < m_join_retry)
         return;
     try {
-        if (m_member.acquire(call_bound())) {
+        if (m_member.acquire(m_shards.call_bound())) {
             m_scan_due = true; // the assignment now includes this member
-            m_next_renew =
-                std::min(m_next_renew, m_member.renewed_at() + m_config.renew_interval());
+            m_shards.renew_by(m_member.renewed_at() + m_config.renew_interval());
             return;
         }
     } catch (const error&) {
@@ -202,37 +175,18 @@ void group_state::scan(std::vector<group_event>& events) {
     }
 }
 
+bool group_state::assigned_here(const std::string& shard) const {
+    const auto t = m_target.find(shard);
+    return t != m_target.end() && t->second == m_config.identity;
+}
+
 void group_state::stop_moved(std::vector<group_event>& events) {
     // 6. Shards the assignment gives to another member stop first; they are
     //    released only after their work returned (step 7).
-    for (auto& [name, s] : m_slots) {
-        if (s.stopping)
-            continue;
-        const auto t = m_target.find(name);
-        if (t == m_target.end() || t->second != m_config.identity)
-            stop_shard(events, name, s, shard_stop_reason::moved);
-    }
-}
-
-void group_state::release_stopped() {
-    // 7. Work stopped: release (the new owner is woken by the NOTIFY), forget.
-    for (auto it = m_slots.begin(); it != m_slots.end();) {
-        slot& s = it->second;
-        if (!s.stopping || !s.work_done) {
-            ++it;
-            continue;
-        }
-        if (s.release && s.grant->held()) {
-            try {
-                (void)s.grant->release();
-            } catch (const error&) {
-                // Unreachable server: the lease expires on its own.
-            }
-        }
-        s.grant->mark_lost();
-        const std::lock_guard lock{m_mutex};
-        it = m_slots.erase(it);
-    }
+    std::vector<detail::ended_term> ended;
+    m_shards.end_where([this](const std::string& shard) { return !assigned_here(shard); },
+                       term_end::dropped, ended);
+    stop_shards(events, std::move(ended));
 }
 
 void group_state::acquire_assigned(std::vector<group_event>& events) {
@@ -241,19 +195,18 @@ void group_state::acquire_assigned(std::vector<group_event>& events) {
     if (m_clock.now() < m_acquire_retry)
         return;
     for (const std::string& shard : m_config.shards) {
-        const auto t = m_target.find(shard);
-        if (t == m_target.end() || t->second != m_config.identity || m_slots.count(shard) > 0)
+        if (!assigned_here(shard) || m_shards.has(shard) || m_shards.resting(shard))
             continue;
         const auto row = m_rows.find(shard);
         if (row != m_rows.end() && row->second.valid && row->second.holder != m_config.identity)
             continue; // wait for its release (NOTIFY) or expiry (m_scan_wake)
-        if (m_clock.now() >= m_next_renew)
+        if (m_clock.now() >= m_shards.next_renew())
             return; // renew first; the next step comes at once
         auto l = std::make_shared<lease>(m_db, group_shard_lease(m_config.group, shard), m_options,
                                          m_clock);
         l->set_schema(m_config.connection.schema);
         try {
-            if (!l->acquire(call_bound())) {
+            if (!l->acquire(m_shards.call_bound(&m_member))) {
                 shard_row seen;
                 seen.holder = l->holder();
                 seen.valid = true;
@@ -268,23 +221,17 @@ void group_state::acquire_assigned(std::vector<group_event>& events) {
             return;
         }
         m_rows[shard] = {m_config.identity, true, l->deadline()};
-        m_next_renew = std::min(m_next_renew, l->renewed_at() + m_config.renew_interval());
-        {
-            const std::lock_guard lock{m_mutex};
-            m_slots[shard].grant = l;
-        }
         group_event e;
         e.what = group_event::kind::shard_started;
         e.shard = shard;
         e.epoch = l->epoch();
+        (void)m_shards.begin(shard, std::move(l));
         events.push_back(std::move(e));
     }
 }
 
 void group_state::work_stopped(const std::string& shard) {
-    const auto it = m_slots.find(shard);
-    if (it != m_slots.end() && it->second.stopping)
-        it->second.work_done = true;
+    (void)m_shards.work_done(shard);
     m_next = m_clock.now();
 }
 
@@ -293,9 +240,9 @@ std::vector<group_event> group_state::leave() {
     if (m_leaving)
         return events;
     m_leaving = true;
-    for (auto& [name, s] : m_slots)
-        if (!s.stopping)
-            stop_shard(events, name, s, shard_stop_reason::leaving);
+    std::vector<detail::ended_term> ended;
+    m_shards.end_where([](const std::string&) { return true; }, term_end::stopped, ended);
+    stop_shards(events, std::move(ended));
     // The membership goes first: the others reassign at once, and take each
     // shard as soon as its work stopped and it was released.
     if (m_config.release_on_stop && m_member.held()) {
@@ -311,10 +258,9 @@ std::vector<group_event> group_state::leave() {
 
 void group_state::schedule() {
     const auto now = m_clock.now();
-    auto next = m_next_renew;
-    for (const auto& entry : m_slots)
-        if (entry.second.grant->held())
-            next = std::min(next, entry.second.grant->deadline());
+    auto next = m_shards.next_due();
+    if (m_member.held())
+        next = std::min(next, m_shards.next_renew());
     if (!m_leaving) {
         next = std::min({next, m_next_scan, m_scan_wake});
         if (!m_member.held())
@@ -329,15 +275,22 @@ void group_state::schedule() {
 
 std::vector<group_event> group_state::step() {
     std::vector<group_event> events;
+    std::vector<detail::ended_term> ended;
 
-    // 1. A shard no longer held locally stops without any I/O.
-    for (auto& [name, s] : m_slots)
-        if (!s.stopping && !s.grant->held())
-            stop_shard(events, name, s, shard_stop_reason::lost);
+    // 1. A shard no longer held locally, or whose work failed, stops
+    //    without any I/O.
+    m_shards.end_unheld(ended);
+    for (const std::string& shard : m_failed)
+        m_shards.end(shard, term_end::failed, ended);
+    m_failed.clear();
 
-    if (m_clock.now() >= m_next_renew)
-        renew_all(events);
-    give_up(events);
+    // 2-3. One round trip for the membership and every shard held, when
+    //      due; give up what failed to renew for renew_deadline.
+    m_shards.renew_if_due({&m_member}, ended);
+    if (m_member.held() && m_clock.now() >= m_member.renewed_at() + m_config.renew_deadline)
+        m_member.mark_lost();
+    m_shards.give_up(ended);
+    stop_shards(events, std::move(ended));
 
     if (!m_leaving) {
         if (!m_member.held())
@@ -347,10 +300,11 @@ std::vector<group_event> group_state::step() {
             scan(events);
         stop_moved(events);
     }
-    release_stopped();
+    // 7. Work stopped: release (the new owner is woken by the NOTIFY), forget.
+    (void)m_shards.release_done(false);
     if (!m_leaving && m_member.held())
         acquire_assigned(events);
-    if (m_leaving && m_slots.empty())
+    if (m_leaving && m_shards.empty())
         m_left = true;
     schedule();
     return events;

@@ -77,10 +77,12 @@ void lease_set::report_lost(const std::string& name, std::int64_t epoch) noexcep
 void lease_set::apply_changes() {
     std::vector<change> changes;
     std::vector<std::pair<std::string, std::int64_t>> done;
+    std::vector<std::pair<std::string, std::int64_t>> failed;
     {
         const std::lock_guard lock{m_mutex};
         changes.swap(m_changes);
         done.swap(m_done);
+        failed.swap(m_failed);
     }
     for (const change& c : changes) {
         if (c.add)
@@ -88,6 +90,8 @@ void lease_set::apply_changes() {
         else
             m_state.remove(c.name);
     }
+    for (const auto& [name, epoch] : failed)
+        m_state.work_failed(name, epoch);
     for (const auto& [name, epoch] : done)
         m_state.callback_done(name, epoch);
 }
@@ -96,8 +100,19 @@ void lease_set::dispatch(std::vector<lease_set_event> events) {
     for (lease_set_event& e : events) {
         if (e.what == lease_set_event::kind::acquired) {
             m_callbacks->push([this, name = std::move(e.name), epoch = e.epoch, stop = e.stop] {
-                if (m_config.callbacks.on_acquired)
+                if (!m_config.callbacks.on_acquired)
+                    return;
+                try {
                     m_config.callbacks.on_acquired(name, epoch, stop);
+                } catch (...) {
+                    // Its work failed to start: give the lease up rather
+                    // than hold it without work, as an elector resigns.
+                    {
+                        const std::lock_guard lock{m_mutex};
+                        m_failed.emplace_back(name, epoch);
+                    }
+                    m_db->interrupt();
+                }
             });
             continue;
         }

@@ -4,20 +4,14 @@
 
 #include "pglease/error.hpp"
 
+#include <array>
+
 namespace pglease {
 
 const char* to_string(lease_loss why) noexcept {
-    switch (why) {
-    case lease_loss::lost:
-        return "lost";
-    case lease_loss::renew_deadline:
-        return "renew_deadline";
-    case lease_loss::removed:
-        return "removed";
-    case lease_loss::stopped:
-        return "stopped";
-    }
-    return "unknown";
+    static constexpr std::array names{"lost", "renew_deadline", "removed", "stopped", "failed"};
+    const auto i = static_cast<std::size_t>(why);
+    return i < names.size() ? names[i] : "unknown";
 }
 
 void lease_set_config::validate() const {

@@ -11,6 +11,27 @@
 namespace pglease {
 
 using detail::expiry_slack;
+using detail::term_end;
+
+namespace {
+
+lease_loss loss_of(term_end why) noexcept {
+    switch (why) {
+    case term_end::lost:
+        return lease_loss::lost;
+    case term_end::renew_deadline:
+        return lease_loss::renew_deadline;
+    case term_end::dropped:
+        return lease_loss::removed;
+    case term_end::stopped:
+        return lease_loss::stopped;
+    case term_end::failed:
+        return lease_loss::failed;
+    }
+    return lease_loss::lost;
+}
+
+} // namespace
 
 lease_set_state::lease_set_state(backend& db, const lease_set_config& config, const clock& clk,
                                  std::uint64_t seed)
@@ -19,6 +40,7 @@ lease_set_state::lease_set_state(backend& db, const lease_set_config& config, co
     , m_clock{clk}
     , m_options{config.to_lease_options()}
     , m_rng{seed}
+    , m_terms{db, clk, m_config}
     , m_next{clk.now()}
     , m_next_acquire{clk.now()} {
     for (const std::string& name : m_config.names)
@@ -33,13 +55,17 @@ void lease_set_state::add(const std::string& name) {
     }
 }
 
+bool lease_set_state::acquirable(const std::string& name) const {
+    return m_wanted.count(name) > 0 && !m_terms.has(name) && !m_terms.resting(name);
+}
+
 void lease_set_state::lease_freed(const std::vector<std::string>& names) {
     if (m_stopping)
         return;
     if (names.empty())
         m_next_acquire = m_clock.now(); // which is unknown: try every one
     for (const std::string& name : names)
-        if (m_wanted.count(name) > 0 && m_terms.count(name) == 0)
+        if (acquirable(name))
             m_freed.insert(name);
     m_next = m_clock.now();
 }
@@ -50,154 +76,47 @@ void lease_set_state::remove(const std::string& name) {
         m_next = m_clock.now();
 }
 
-bool lease_set_state::live(const term& t) const noexcept {
-    return !t.ended && t.grant->held();
+void lease_set_state::work_failed(const std::string& name, std::int64_t epoch) {
+    m_failed.emplace_back(name, epoch);
+    m_next = m_clock.now();
 }
 
 bool lease_set_state::held(const std::string& name) const {
-    const std::lock_guard lock{m_mutex};
-    const auto it = m_terms.find(name);
-    return it != m_terms.end() && live(it->second);
+    return m_terms.live(name);
 }
 
 std::int64_t lease_set_state::epoch(const std::string& name) const {
-    const std::lock_guard lock{m_mutex};
-    const auto it = m_terms.find(name);
-    return it != m_terms.end() && live(it->second) ? it->second.grant->epoch() : 0;
+    return m_terms.live_epoch(name);
 }
 
 std::vector<std::string> lease_set_state::held_names() const {
-    const std::lock_guard lock{m_mutex};
-    std::vector<std::string> out;
-    for (const auto& [name, t] : m_terms)
-        if (live(t))
-            out.push_back(name);
-    return out;
+    return m_terms.live_names();
 }
 
 std::size_t lease_set_state::held_count() const {
-    const std::lock_guard lock{m_mutex};
-    return static_cast<std::size_t>(std::count_if(
-        m_terms.begin(), m_terms.end(), [this](const auto& entry) { return live(entry.second); }));
+    return m_terms.live_count();
 }
 
 std::shared_ptr<lease> lease_set_state::grant(const std::string& name) const {
-    const std::lock_guard lock{m_mutex};
-    const auto it = m_terms.find(name);
-    return it == m_terms.end() ? nullptr : it->second.grant;
+    return m_terms.grant(name);
 }
 
-void lease_set_state::end_term(std::vector<lease_set_event>& events, const std::string& name,
-                               term& t, lease_loss why) {
-    if (why == lease_loss::lost || why == lease_loss::renew_deadline)
-        t.grant->mark_lost();
-    t.stop.request_stop();
-    {
-        const std::lock_guard lock{m_mutex};
-        t.ended = true;
-    }
-    t.release =
-        why == lease_loss::removed || (why == lease_loss::stopped && m_config.release_on_stop);
-    lease_set_event e;
-    e.what = lease_set_event::kind::lost;
-    e.name = name;
-    e.epoch = t.grant->epoch();
-    e.why = why;
-    events.push_back(std::move(e));
-}
-
-clock::time_point lease_set_state::call_bound() const {
-    // No call may outlast the renew deadline of anything held.
-    auto bound = clock::time_point::max();
-    for (const auto& entry : m_terms)
-        detail::bound_by(bound, *entry.second.grant, m_config.renew_deadline);
-    return bound;
-}
-
-void lease_set_state::renew_all(std::vector<lease_set_event>& events) {
-    // 2. One round trip for every lease held, ended terms too until they
-    //    are released. m_terms is sorted: rows are locked in name order.
-    std::vector<lease*> batch;
-    for (auto& entry : m_terms)
-        if (entry.second.grant->held())
-            batch.push_back(entry.second.grant.get());
-    if (batch.empty()) {
-        m_next_renew = clock::time_point::max();
-        return;
-    }
-    const auto round = detail::renew_round(m_db, m_clock, m_config, batch, call_bound());
-    m_next_renew = round.next;
-    if (round.answered) {
-        m_renew_latency.store(round.took.count());
-        ++m_renews;
-        for (auto& entry : m_terms)
-            if (live(entry.second))
-                entry.second.stop.set_deadline(entry.second.grant->deadline());
-    }
-    // A lease the server refused ends now (the others at step 1 later).
-    for (auto& [name, t] : m_terms)
-        if (!t.ended && !t.grant->held())
-            end_term(events, name, t, lease_loss::lost);
-}
-
-void lease_set_state::give_up(std::vector<lease_set_event>& events) {
-    // 3. Renewals failing since renew_deadline: step down before the local
-    //    deadline, as the elector does.
-    const auto now = m_clock.now();
-    for (auto& [name, t] : m_terms)
-        if (live(t) && now >= t.grant->renewed_at() + m_config.renew_deadline)
-            end_term(events, name, t, lease_loss::renew_deadline);
-}
-
-void lease_set_state::release_done() {
-    // 4. Terms whose on_lost returned: release (one round trip), forget.
-    //    When stopping, wait until every on_lost returned: one release.
-    if (m_stopping)
-        for (const auto& entry : m_terms)
-            if (!entry.second.callback_done && entry.second.grant->held())
-                return;
-    std::vector<std::string> names;
-    std::vector<std::int64_t> epochs;
-    std::vector<std::string> done;
-    // No later than the earliest renew deadline of what is held (a release
-    // of many rows can take longer than one renewal's call_timeout).
-    const auto bound = call_bound();
-    for (auto& [name, t] : m_terms) {
-        if (!t.ended || !t.callback_done)
-            continue;
-        if (t.release && t.grant->held()) {
-            t.grant->mark_lost(); // stop claiming before the server hears of it
-            names.push_back(name);
-            epochs.push_back(t.grant->epoch());
-        }
-        done.push_back(name);
-    }
-    // A broken session is found by the call itself (the next one
-    // reconnects): try again, as lease::release() does, within the bound.
-    for (int tries = 1; !names.empty(); ++tries) {
-        try {
-            (void)m_db.release_many(names, m_config.identity, epochs, bound);
-            ++m_releases;
-            break;
-        } catch (const connection_lost&) {
-            if (tries >= lease::release_tries || m_clock.now() >= bound)
-                break; // unreachable server: the leases expire on their own
-        } catch (const error&) {
-            break; // a timeout: the server is slow; the leases expire on their own
-        }
-    }
-    const std::lock_guard lock{m_mutex};
-    for (const std::string& name : done) {
-        m_terms.erase(name);
-        if (m_wanted.count(name) > 0) // lost, still wanted: try again now
-            m_next_acquire = m_clock.now();
+void lease_set_state::end_terms(std::vector<lease_set_event>& events,
+                                std::vector<detail::ended_term> ended) {
+    for (detail::ended_term& e : ended) {
+        lease_set_event event;
+        event.what = lease_set_event::kind::lost;
+        event.name = std::move(e.name);
+        event.epoch = e.epoch;
+        event.why = loss_of(e.why);
+        events.push_back(std::move(event));
     }
 }
 
 std::vector<std::string> lease_set_state::unheld_wanted() const {
     std::vector<std::string> out;
     for (const std::string& name : m_wanted)
-        if (m_terms.count(name) == 0)
+        if (acquirable(name))
             out.push_back(name);
     return out;
 }
@@ -207,12 +126,12 @@ void lease_set_state::acquire_wanted(std::vector<lease_set_event>& events) {
     //    m_wanted is), bounded so that the next renewal is not delayed; or,
     //    before that is due, only those an event said were freed.
     const auto now = m_clock.now();
-    if (m_next_renew != clock::time_point::max() && now >= m_next_renew)
+    if (m_terms.next_renew() != clock::time_point::max() && now >= m_terms.next_renew())
         return; // renew first; the next step comes at once
     if (now < m_next_acquire) {
         std::vector<std::string> freed;
         for (const std::string& name : m_freed)
-            if (m_wanted.count(name) > 0 && m_terms.count(name) == 0)
+            if (acquirable(name))
                 freed.push_back(name);
         m_freed.clear();
         acquire(events, freed);
@@ -227,7 +146,7 @@ void lease_set_state::acquire(std::vector<lease_set_event>& events,
                               const std::vector<std::string>& names) {
     if (names.empty())
         return;
-    const auto bound = std::min(call_bound(), m_next_renew);
+    const auto bound = std::min(m_terms.call_bound(), m_terms.next_renew());
     const auto sent = m_clock.now();
     std::vector<acquire_reply> replies;
     try {
@@ -250,28 +169,18 @@ void lease_set_state::acquire(std::vector<lease_set_event>& events,
         l->set_schema(m_config.connection.schema);
         if (!l->apply_acquire(sent, arrived, reply))
             continue;
-        term t{l, m_clock};
-        t.stop.set_deadline(l->deadline());
         lease_set_event e;
         e.what = lease_set_event::kind::acquired;
         e.name = names[i];
         e.epoch = l->epoch();
-        e.stop = t.stop.token();
-        {
-            const std::lock_guard lock{m_mutex};
-            m_terms.insert_or_assign(names[i], std::move(t));
-        }
-        m_next_renew = std::min(m_next_renew, sent + m_config.renew_interval());
+        e.stop = m_terms.begin(names[i], std::move(l));
         events.push_back(std::move(e));
     }
 }
 
 void lease_set_state::callback_done(const std::string& name, std::int64_t epoch) {
-    const auto it = m_terms.find(name);
-    if (it == m_terms.end() || !it->second.ended || it->second.grant->epoch() != epoch)
-        return;
-    it->second.callback_done = true;
-    m_next = m_clock.now();
+    if (m_terms.work_done(name, epoch))
+        m_next = m_clock.now();
 }
 
 std::vector<lease_set_event> lease_set_state::stop() {
@@ -279,29 +188,16 @@ std::vector<lease_set_event> lease_set_state::stop() {
     if (m_stopping)
         return events;
     m_stopping = true;
-    for (auto& [name, t] : m_terms)
-        if (!t.ended)
-            end_term(events, name, t, lease_loss::stopped);
+    std::vector<detail::ended_term> ended;
+    m_terms.end_where([](const std::string&) { return true; }, term_end::stopped, ended);
+    end_terms(events, std::move(ended));
     m_next = m_clock.now();
     return events;
 }
 
 void lease_set_state::schedule() {
     const auto now = m_clock.now();
-    auto next = clock::time_point::max();
-    bool any_held = false;
-    for (const auto& [name, t] : m_terms) {
-        if (t.ended && t.callback_done)
-            next = now; // to release and forget
-        if (!t.grant->held())
-            continue;
-        any_held = true;
-        if (!t.ended)
-            next = std::min(
-                {next, t.grant->deadline(), t.grant->renewed_at() + m_config.renew_deadline});
-    }
-    if (any_held)
-        next = std::min(next, m_next_renew);
+    auto next = m_terms.next_due();
     if (!m_stopping && !m_freed.empty())
         next = now;
     if (!m_stopping && !unheld_wanted().empty())
@@ -311,21 +207,30 @@ void lease_set_state::schedule() {
 
 std::vector<lease_set_event> lease_set_state::step() {
     std::vector<lease_set_event> events;
+    std::vector<detail::ended_term> ended;
 
-    // 1. A term no longer held locally, or no longer wanted, ends without I/O.
-    for (auto& [name, t] : m_terms) {
-        if (t.ended)
-            continue;
-        if (!t.grant->held())
-            end_term(events, name, t, lease_loss::lost);
-        else if (m_wanted.count(name) == 0)
-            end_term(events, name, t, lease_loss::removed);
-    }
+    // 1. A term no longer held locally, no longer wanted, or whose work
+    //    failed ends without I/O.
+    m_terms.end_unheld(ended);
+    m_terms.end_where([this](const std::string& name) { return m_wanted.count(name) == 0; },
+                      term_end::dropped, ended);
+    for (const auto& [name, epoch] : m_failed)
+        if (const lease* l = m_terms.running(name); l != nullptr && l->epoch() == epoch)
+            m_terms.end(name, term_end::failed, ended);
+    m_failed.clear();
 
-    if (m_clock.now() >= m_next_renew)
-        renew_all(events);
-    give_up(events);
-    release_done();
+    // 2-3. Renew every lease with a term in one round trip when due; give
+    //      up those whose renewals failed for renew_deadline.
+    m_terms.renew_if_due({}, ended);
+    m_terms.give_up(ended);
+    end_terms(events, std::move(ended));
+
+    // 4. Terms whose on_lost returned: release (one round trip), forget; a
+    //    lost one still wanted is tried again at once.
+    for (const detail::ended_term& e : m_terms.release_done(m_stopping))
+        if (e.why != term_end::failed && m_wanted.count(e.name) > 0)
+            m_next_acquire = m_clock.now();
+
     if (!m_stopping)
         acquire_wanted(events);
     if (m_stopping && m_terms.empty())

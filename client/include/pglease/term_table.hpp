@@ -1,0 +1,183 @@
+/// @file term_table.hpp
+/// @brief Internal (used by the holders' headers, not an API): the terms of
+/// a holder of many leases (lease_set_state, group_state) and the part of
+/// its step that every such holder does the same way.
+#pragma once
+
+#include "pglease/backend.hpp"
+#include "pglease/clock.hpp"
+#include "pglease/holder_config.hpp"
+#include "pglease/lease.hpp"
+#include "pglease/stop_token.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pglease::detail {
+
+/// Why a term ended, in the engine's words; each holder names them its own
+/// way (lease_loss, shard_stop_reason).
+enum class term_end {
+    lost,           ///< no longer held: refused, marked lost, local deadline passed
+    renew_deadline, ///< no successful renewal within renew_deadline
+    dropped,        ///< the holder no longer wants it (removed, moved): released
+    stopped,        ///< the holder stops: released with release_on_stop
+    failed,         ///< the term's work failed to start: released, then rests
+};
+
+/// A term that ended (or, from release_done(), was forgotten).
+struct ended_term {
+    std::string name;
+    std::int64_t epoch = 0;
+    term_end why = term_end::lost;
+};
+
+/// The terms of one holder, by lease name, and what happens to them the
+/// same way in every holder of many leases:
+///
+/// - a term begins with a grant and a stop_source whose tokens read as
+///   stopped from the grant's local deadline on (moved at each renewal);
+/// - renew(): ONE lease_renew_many for every lease with a term (running,
+///   or ended but not released yet) and the holder's own extra leases; a
+///   lease the server refuses ends at once;
+/// - give_up(): a term whose renewals failed for renew_deadline ends,
+///   before its local deadline (step down as the elector does);
+/// - an ended term is forgotten once its work is done (work_done()): those
+///   dropped, failed or stopped with release_on_stop are released in ONE
+///   release_many, retried on a broken session within the renew deadline;
+///   a failed one rests a while before it may be acquired again;
+/// - no call outlasts the renew deadline of anything held (call_bound()).
+///
+/// Threads: everything on the holder's thread, except the queries marked
+/// thread-safe.
+class term_table {
+public:
+    /// @p db, @p clk and @p config (the holder's, valid) must outlive this.
+    term_table(backend& db, const clock& clk, const holder_config& config) noexcept
+        : m_db{db}
+        , m_clock{clk}
+        , m_config{config} {}
+
+    /// A term of @p name begins with @p grant (just acquired): the token of
+    /// its stop_source. The next renewal is due renew_interval() after it.
+    stop_token begin(const std::string& name, std::shared_ptr<lease> grant);
+
+    /// Ends @p name's running term (none: no effect), adding it to @p out.
+    void end(const std::string& name, term_end why, std::vector<ended_term>& out);
+
+    /// Ends every running term that @p ends says to, with @p why.
+    void end_where(const std::function<bool(const std::string&)>& ends, term_end why,
+                   std::vector<ended_term>& out);
+
+    /// Ends every running term no longer held locally (lost).
+    void end_unheld(std::vector<ended_term>& out);
+
+    /// When due, one renew round trip for every lease with a term and the
+    /// held ones of @p extra (the holder's own, e.g. a group membership).
+    /// Terms the server refused end (lost).
+    void renew_if_due(const std::vector<lease*>& extra, std::vector<ended_term>& out);
+
+    /// Running terms whose renewals failed for renew_deadline end.
+    void give_up(std::vector<ended_term>& out);
+
+    /// The work of @p name's ended term (with @p epoch; 0: any) is done.
+    /// False when there is no such ended term.
+    bool work_done(const std::string& name, std::int64_t epoch = 0);
+
+    /// Forgets the ended terms whose work is done, releasing those that
+    /// are to be released (one round trip); with @p all_together, only once
+    /// every ended term's work is done (a holder stopping: one release for
+    /// all). A failed term's name rests for a retry period. Returns what
+    /// was forgotten.
+    std::vector<ended_term> release_done(bool all_together);
+
+    /// The next renewal is due no later than @p when.
+    void renew_by(clock::time_point when) noexcept;
+
+    /// No call may outlast the local deadline or the renew deadline of a
+    /// held lease with a term, nor those of @p extra (when held).
+    [[nodiscard]] clock::time_point call_bound(const lease* extra = nullptr) const;
+
+    /// When the table needs a step: a forgotten-ready term (now), a running
+    /// term's local or renew deadline, the next renewal while anything is
+    /// held, the end of a rest.
+    [[nodiscard]] clock::time_point next_due() const;
+
+    [[nodiscard]] clock::time_point next_renew() const noexcept { return m_next_renew; }
+
+    /// @p name has a term (running or ended). Holder's thread.
+    [[nodiscard]] bool has(const std::string& name) const { return m_terms.count(name) > 0; }
+
+    /// @p name's running term, if any: its grant (nullptr otherwise).
+    /// Holder's thread.
+    [[nodiscard]] const lease* running(const std::string& name) const;
+
+    /// @p name rests after a failed term (not to be acquired yet).
+    [[nodiscard]] bool resting(const std::string& name) const;
+
+    [[nodiscard]] bool empty() const noexcept { return m_terms.empty(); }
+
+    /// True while @p name's term runs and its grant is held. Thread-safe.
+    [[nodiscard]] bool live(const std::string& name) const;
+
+    /// The epoch of @p name while live(), else 0. Thread-safe.
+    [[nodiscard]] std::int64_t live_epoch(const std::string& name) const;
+
+    /// The names live(), sorted. Thread-safe.
+    [[nodiscard]] std::vector<std::string> live_names() const;
+
+    /// How many names are live(). Thread-safe.
+    [[nodiscard]] std::size_t live_count() const;
+
+    /// The grant of @p name's term, running or ended (nullptr: none).
+    /// Thread-safe.
+    [[nodiscard]] std::shared_ptr<lease> grant(const std::string& name) const;
+
+    /// Successful renew and release round trips so far. Thread-safe.
+    [[nodiscard]] std::uint64_t renew_rounds() const noexcept { return m_renews.load(); }
+    [[nodiscard]] std::uint64_t release_rounds() const noexcept { return m_releases.load(); }
+
+    /// Send to reply of the last successful renew round trip. Thread-safe.
+    [[nodiscard]] clock::duration last_renew_latency() const noexcept {
+        return clock::duration{m_renew_latency.load()};
+    }
+
+private:
+    struct term {
+        term(std::shared_ptr<lease> g, const clock& clk)
+            : grant{std::move(g)}
+            , stop{clk} {}
+        std::shared_ptr<lease> grant;
+        stop_source stop;
+        term_end why = term_end::lost;
+        bool ended = false;
+        bool work_done = false;
+        bool release = false; ///< release once the work is done
+    };
+
+    void end_term(const std::string& name, term& t, term_end why, std::vector<ended_term>& out);
+    [[nodiscard]] bool is_live(const term& t) const noexcept { return !t.ended && t.grant->held(); }
+    void release(const std::vector<std::string>& names, const std::vector<std::int64_t>& epochs,
+                 clock::time_point bound);
+
+    backend& m_db;
+    const clock& m_clock;
+    const holder_config& m_config;
+
+    mutable std::mutex m_mutex; ///< guards m_terms' shape and each term's `ended`
+    std::map<std::string, term> m_terms;
+    std::map<std::string, clock::time_point> m_rest; ///< failed terms' names, until
+
+    std::atomic<std::uint64_t> m_renews{0};
+    std::atomic<std::uint64_t> m_releases{0};
+    std::atomic<clock::duration::rep> m_renew_latency{0};
+    clock::time_point m_next_renew = clock::time_point::max();
+};
+
+} // namespace pglease::detail
