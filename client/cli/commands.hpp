@@ -2,8 +2,8 @@
 /// @brief The subcommands of `pglease`, each in a file of its own.
 #pragma once
 
-#include "common.hpp"
-#include "run_plan.hpp"
+#include "common/common.hpp"
+#include "run/run_plan.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -1,8 +1,8 @@
 /// @file main.cpp
 /// @brief `pglease`: parse the command line, run the subcommand.
 #include "commands.hpp"
-#include "exit_codes.hpp"
-#include "options.hpp"
+#include "common/exit_codes.hpp"
+#include "common/options.hpp"
 
 #include <iostream>
 

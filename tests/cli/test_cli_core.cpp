@@ -1,15 +1,15 @@
 // Unit tests of pglease_cli_core: durations, connection strings, event
 // payloads, run timings and the command line. No server.
-#include "conninfo.hpp"
-#include "duration.hpp"
-#include "event.hpp"
-#include "exit_codes.hpp"
-#include "group_format.hpp"
-#include "http_endpoint.hpp"
-#include "options.hpp"
-#include "run_plan.hpp"
-#include "status_format.hpp"
-#include "status_summary.hpp"
+#include "common/conninfo.hpp"
+#include "common/duration.hpp"
+#include "status/event.hpp"
+#include "common/exit_codes.hpp"
+#include "status/group_format.hpp"
+#include "common/http_endpoint.hpp"
+#include "common/options.hpp"
+#include "run/run_plan.hpp"
+#include "status/status_format.hpp"
+#include "status/status_summary.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // libFuzzer target: the `pglease` command line. The input is split at NUL
 // bytes into arguments. Invariants: never throws; the outcome is a command
 // to run, help (0) or a usage error (2) with a message.
-#include "options.hpp"
+#include "common/options.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // libFuzzer target: `pglease` durations ("500ms", "1h30m", "1.5s").
 // Invariants: never throws; a parsed duration is within [0, max_duration]
 // and formatting it and parsing again gives it back.
-#include "duration.hpp"
+#include "common/duration.hpp"
 
 #include <cstddef>
 #include <cstdint>

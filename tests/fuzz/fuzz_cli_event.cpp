@@ -1,7 +1,7 @@
 // libFuzzer target: the payloads `pglease watch` reads (NOTIFY pg_lease).
 // Invariants: never throws; an accepted event printed as JSON parses back
 // to the same event.
-#include "event.hpp"
+#include "status/event.hpp"
 
 #include <cstddef>
 #include <cstdint>

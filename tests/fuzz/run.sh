@@ -27,13 +27,13 @@ case "$target" in
 			"$root/client/src/pq/conninfo.cpp" "$root/client/src/pq/conninfo_text.cpp" "$root/client/src/engine/error.cpp" -lpq -o "$work/fuzz" ;;
 	cli_duration)
 		"${cxx[@]}" -I"$root/client/cli" "$here/fuzz_cli_duration.cpp" \
-			"$root/client/cli/duration.cpp" -o "$work/fuzz" ;;
+			"$root/client/cli/common/duration.cpp" -o "$work/fuzz" ;;
 	cli_event)
 		"${cxx[@]}" -I"$root/client/cli" "$here/fuzz_cli_event.cpp" \
-			"$root/client/cli/event.cpp" -o "$work/fuzz" ;;
+			"$root/client/cli/status/event.cpp" -o "$work/fuzz" ;;
 	cli_args)
 		"${cxx[@]}" -I"$root/client/cli" -I"$(pg_config --includedir)" "$here/fuzz_cli_args.cpp" \
-			"$root"/client/cli/{cli_parse,conninfo,duration,http_endpoint,run_plan}.cpp "$root/client/src/pq/conninfo_text.cpp" -lpq -o "$work/fuzz" ;;
+			"$root"/client/cli/common/{cli_parse,conninfo,duration,http_endpoint}.cpp "$root/client/cli/run/run_plan.cpp" "$root/client/src/pq/conninfo_text.cpp" -lpq -o "$work/fuzz" ;;
 	*)
 		echo "unknown fuzz target: $target" >&2
 		exit 2 ;;

@@ -70,14 +70,12 @@ namespace pglease {
 /// @endcode
 class group_member {
 public:
-    /// Validates @p config (config_error); will run over a pq_backend built
-    /// from config.connection once start() is called. No I/O yet.
-    explicit group_member(group_config config);
-
-    /// The same over an injected backend and clock (tests, the test
-    /// double); the clock must be the one @p db measures its waits with.
-    group_member(group_config config, std::unique_ptr<backend> db,
-                 const clock& clk = system_clock());
+    /// Validates @p config (config_error); will run over @p db, or else a
+    /// pq_backend built from config.connection, once start() is called. No
+    /// I/O yet. An injected backend (tests, the test double) comes with the
+    /// clock it measures its waits with.
+    explicit group_member(group_config config, std::unique_ptr<backend> db = nullptr,
+                          const clock& clk = system_clock());
 
     group_member(const group_member&) = delete;
     group_member& operator=(const group_member&) = delete;

@@ -75,14 +75,12 @@ class callback_queue;
 /// @endcode
 class lease_set {
 public:
-    /// Validates @p config (config_error); will run over a pq_backend built
-    /// from config.connection once start() is called. No I/O yet.
-    explicit lease_set(lease_set_config config);
-
-    /// The same over an injected backend and clock (tests, the test
-    /// double); the clock must be the one @p db measures its waits with.
-    lease_set(lease_set_config config, std::unique_ptr<backend> db,
-              const clock& clk = system_clock());
+    /// Validates @p config (config_error); will run over @p db, or else a
+    /// pq_backend built from config.connection, once start() is called. No
+    /// I/O yet. An injected backend (tests, the test double) comes with the
+    /// clock it measures its waits with.
+    explicit lease_set(lease_set_config config, std::unique_ptr<backend> db = nullptr,
+                       const clock& clk = system_clock());
 
     lease_set(const lease_set&) = delete;
     lease_set& operator=(const lease_set&) = delete;

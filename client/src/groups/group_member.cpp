@@ -15,9 +15,6 @@
 #include <algorithm>
 
 namespace pglease {
-group_member::group_member(group_config config)
-    : group_member{std::move(config), nullptr, system_clock()} {}
-
 group_member::group_member(group_config config, std::unique_ptr<backend> db, const clock& clk)
     : m_config{detail::validated(std::move(config))}
     , m_clock{clk}

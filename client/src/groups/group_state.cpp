@@ -7,6 +7,7 @@
 #include "pglease/group_names.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace pglease {
 
@@ -15,20 +16,12 @@ using detail::term_end;
 
 namespace {
 
+/// In term_end's order: lost, renew_deadline, dropped, stopped, failed.
 shard_stop_reason reason_of(term_end why) noexcept {
-    switch (why) {
-    case term_end::lost:
-        return shard_stop_reason::lost;
-    case term_end::renew_deadline:
-        return shard_stop_reason::renew_deadline;
-    case term_end::dropped:
-        return shard_stop_reason::moved;
-    case term_end::stopped:
-        return shard_stop_reason::leaving;
-    case term_end::failed:
-        return shard_stop_reason::failed;
-    }
-    return shard_stop_reason::lost;
+    static constexpr std::array by_end{shard_stop_reason::lost, shard_stop_reason::renew_deadline,
+                                       shard_stop_reason::moved, shard_stop_reason::leaving,
+                                       shard_stop_reason::failed};
+    return by_end.at(static_cast<std::size_t>(why));
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 /// @file conninfo_text.hpp
 /// @brief Internal: libpq connection strings as key=value settings, read
 /// with libpq's own parser and written back quoted. Shared by the library
-/// (conninfo.hpp) and the command (client/cli/conninfo.hpp), which compile
+/// (conninfo.hpp) and the command (client/cli/common/conninfo.hpp), which compile
 /// it each.
 #pragma once
 

@@ -1,6 +1,8 @@
 /// @file pq_session.hpp
 /// @brief pq_backend's private parts shared by its source files: the
 /// session, the bounded call every statement goes through, and helpers.
+/// The session is opened and dropped in pq_session.cpp; pq_backend.cpp and
+/// pq_backend_many.cpp only call through it.
 #pragma once
 
 #include "pglease/error.hpp"

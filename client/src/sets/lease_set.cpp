@@ -14,9 +14,6 @@
 
 namespace pglease {
 
-lease_set::lease_set(lease_set_config config)
-    : lease_set{std::move(config), nullptr, system_clock()} {}
-
 lease_set::lease_set(lease_set_config config, std::unique_ptr<backend> db, const clock& clk)
     : m_config{detail::validated(std::move(config))}
     , m_clock{clk}

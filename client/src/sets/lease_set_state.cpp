@@ -7,6 +7,7 @@
 #include "pglease/error.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace pglease {
 
@@ -15,20 +16,12 @@ using detail::term_end;
 
 namespace {
 
+/// In term_end's order: lost, renew_deadline, dropped, stopped, failed.
 lease_loss loss_of(term_end why) noexcept {
-    switch (why) {
-    case term_end::lost:
-        return lease_loss::lost;
-    case term_end::renew_deadline:
-        return lease_loss::renew_deadline;
-    case term_end::dropped:
-        return lease_loss::removed;
-    case term_end::stopped:
-        return lease_loss::stopped;
-    case term_end::failed:
-        return lease_loss::failed;
-    }
-    return lease_loss::lost;
+    static constexpr std::array by_end{lease_loss::lost, lease_loss::renew_deadline,
+                                       lease_loss::removed, lease_loss::stopped,
+                                       lease_loss::failed};
+    return by_end.at(static_cast<std::size_t>(why));
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 /// @file cmd_fence.cpp
 /// @brief `pglease fence TABLE --lease NAME [--column C]`, `pglease unfence TABLE`.
 #include "commands.hpp"
-#include "exit_codes.hpp"
+#include "common/exit_codes.hpp"
 
 #include <pqxx/pqxx>
 

@@ -2,8 +2,8 @@
 /// @brief `pglease watch [NAME] [--json] [--count N]`: one line per lease
 /// event, as it happens (LISTEN pg_lease, NOTIFY delivered at commit).
 #include "commands.hpp"
-#include "event.hpp"
-#include "exit_codes.hpp"
+#include "common/exit_codes.hpp"
+#include "status/event.hpp"
 
 #include <pqxx/pqxx>
 

@@ -1,9 +1,9 @@
 /// @file group_format.cpp
 /// @brief `pglease status --group` output.
-#include "group_format.hpp"
+#include "status/group_format.hpp"
 
-#include "duration.hpp"
-#include "table_format.hpp"
+#include "common/duration.hpp"
+#include "common/table_format.hpp"
 
 #include <nlohmann/json.hpp>
 

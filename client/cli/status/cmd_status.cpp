@@ -1,9 +1,13 @@
 /// @file cmd_status.cpp
 /// @brief `pglease status [NAME | --prefix P] [--json]`: the lease_status view,
 /// with the number of open fenced transactions of each grant (lease_writers).
+///
+/// status/: reading leases and printing them: `status` (one lease, a
+/// prefix, a summary, a group) and `watch` (events as they happen), in
+/// tables or JSON.
 #include "commands.hpp"
-#include "exit_codes.hpp"
-#include "status_format.hpp"
+#include "common/exit_codes.hpp"
+#include "status/status_format.hpp"
 
 #include <pqxx/pqxx>
 

@@ -5,9 +5,9 @@
 #pragma once
 
 #include "commands.hpp"
+#include "common/options.hpp"
 #include "election/takeover_listener.hpp"
-#include "options.hpp"
-#include "run_observability.hpp"
+#include "run/run_observability.hpp"
 
 #include <pglease/lease.hpp>
 #include <pglease/pq_backend.hpp>

@@ -1,6 +1,6 @@
 /// @file run_signals.cpp
 /// @brief The self-pipe and the handlers of `pglease run`.
-#include "run_signals.hpp"
+#include "run/run_signals.hpp"
 
 #include <pglease/backend.hpp>
 #include <pglease/error.hpp>

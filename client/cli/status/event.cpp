@@ -1,6 +1,6 @@
 /// @file event.cpp
 /// @brief NOTIFY payload parsing and the lines `pglease watch` prints.
-#include "event.hpp"
+#include "status/event.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 /// @file http_endpoint.cpp
 /// @brief Parsing `--http [HOST:]PORT`.
-#include "http_endpoint.hpp"
+#include "common/http_endpoint.hpp"
 
 #include <charconv>
 

@@ -1,8 +1,11 @@
 /// @file cmd_primitives.cpp
 /// @brief `pglease acquire|renew|release|revoke`: one call each, for scripts.
+///
+/// primitives/: one SQL call per subcommand, for scripts: `acquire`,
+/// `renew`, `release`, `revoke`, `fence`, `unfence`.
 #include "commands.hpp"
-#include "duration.hpp"
-#include "exit_codes.hpp"
+#include "common/duration.hpp"
+#include "common/exit_codes.hpp"
 
 #include <pglease/error.hpp>
 #include <pglease/lease.hpp>

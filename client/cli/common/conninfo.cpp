@@ -1,6 +1,6 @@
 /// @file conninfo.cpp
 /// @brief -d/-h/-p/-U to one connection string, with libpq's own parser.
-#include "conninfo.hpp"
+#include "common/conninfo.hpp"
 
 #include "pq/conninfo_text.hpp"
 

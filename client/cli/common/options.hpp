@@ -2,9 +2,9 @@
 /// @brief What the command line asked for, as plain data (no I/O).
 #pragma once
 
-#include "conninfo.hpp"
-#include "http_endpoint.hpp"
-#include "run_plan.hpp"
+#include "common/conninfo.hpp"
+#include "common/http_endpoint.hpp"
+#include "run/run_plan.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -2,8 +2,8 @@
 /// @brief `pglease status --group GROUP [--json]`: the lease_group_members
 /// and lease_group_shards views (extension 1.2) for one group.
 #include "commands.hpp"
-#include "exit_codes.hpp"
-#include "group_format.hpp"
+#include "common/exit_codes.hpp"
+#include "status/group_format.hpp"
 
 #include <pqxx/pqxx>
 

@@ -1,9 +1,9 @@
 /// @file status_summary.cpp
 /// @brief `pglease status --summary` output.
-#include "status_summary.hpp"
+#include "status/status_summary.hpp"
 
-#include "duration.hpp"
-#include "table_format.hpp"
+#include "common/duration.hpp"
+#include "common/table_format.hpp"
 
 #include <nlohmann/json.hpp>
 

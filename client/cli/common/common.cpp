@@ -1,8 +1,12 @@
 /// @file common.cpp
 /// @brief Connections, messages and error reports shared by the subcommands.
-#include "common.hpp"
+///
+/// common/: what every subcommand uses: the command line (cli_parse,
+/// options), durations, connection strings (the library's parser),
+/// `--http` addresses, exit codes, connections and error reports.
+#include "common/common.hpp"
 
-#include "exit_codes.hpp"
+#include "common/exit_codes.hpp"
 
 #include <pglease/error.hpp>
 #include <pqxx/except>

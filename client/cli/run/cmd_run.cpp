@@ -2,6 +2,10 @@
 /// @brief `pglease run`: a job under a lease, in its own process group,
 /// killed before the lease can expire in store time.
 ///
+/// run/: everything of `pglease run`: the plan from the options, the
+/// acquire, the job and its process group, signals, the supervisor loop,
+/// handover and take-over, downstream raises, `--http` metrics.
+///
 /// The supervisor, in numbered steps:
 ///  1. Acquire: one try with --no-wait (75 when held elsewhere), otherwise
 ///     wait, woken by NOTIFY pg_lease and by the expiry the server reported.
@@ -37,8 +41,8 @@
 /// the server's expiry. The fence is the second line of defence: whatever
 /// the job writes after the lease moved on is refused by the database.
 #include "commands.hpp"
-#include "common.hpp"
-#include "run_supervisor.hpp"
+#include "common/common.hpp"
+#include "run/run_supervisor.hpp"
 
 namespace pglease::cli {
 

@@ -1,8 +1,8 @@
 /// @file run_plan.cpp
 /// @brief Timings of `pglease run`.
-#include "run_plan.hpp"
+#include "run/run_plan.hpp"
 
-#include "duration.hpp"
+#include "common/duration.hpp"
 
 #include <algorithm>
 

@@ -1,9 +1,9 @@
 /// @file status_format.cpp
 /// @brief `pglease status` output.
-#include "status_format.hpp"
+#include "status/status_format.hpp"
 
-#include "duration.hpp"
-#include "table_format.hpp"
+#include "common/duration.hpp"
+#include "common/table_format.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -2,8 +2,8 @@
 /// @brief `pglease run --downstream`: before the job starts, raise the
 /// lease's floor in every downstream database (extension 1.4), so the job's
 /// writes there are fenced against a paused old leader from its first one.
-#include "common.hpp"
-#include "run_supervisor.hpp"
+#include "common/common.hpp"
+#include "run/run_supervisor.hpp"
 
 #include <pglease/downstream.hpp>
 

@@ -2,7 +2,7 @@
 /// @brief `pglease run --http`: a health check and Prometheus metrics.
 #pragma once
 
-#include "http_endpoint.hpp"
+#include "common/http_endpoint.hpp"
 
 #include <pglease/lease.hpp>
 

@@ -1,8 +1,8 @@
 /// @file run_job.cpp
 /// @brief The job's environment and fork/exec.
-#include "run_job.hpp"
+#include "run/run_job.hpp"
 
-#include "run_signals.hpp"
+#include "run/run_signals.hpp"
 
 #include <fcntl.h>
 #include <sys/prctl.h>

@@ -1,13 +1,13 @@
 /// @file run_supervisor.cpp
 /// @brief `pglease run`, steps 2-6: start the job, renew, supervise, and
 /// kill the job's process group before the lease can expire.
-#include "run_supervisor.hpp"
+#include "run/run_supervisor.hpp"
 
-#include "common.hpp"
-#include "duration.hpp"
-#include "exit_codes.hpp"
-#include "run_job.hpp"
-#include "run_signals.hpp"
+#include "common/common.hpp"
+#include "common/duration.hpp"
+#include "common/exit_codes.hpp"
+#include "run/run_job.hpp"
+#include "run/run_signals.hpp"
 
 #include <pglease/error.hpp>
 #include <pglease/identity.hpp>

@@ -12,10 +12,10 @@ namespace pglease::cli {
 /// One lease event as the extension sends it on channel pg_lease:
 /// {"event":"acquired","name":"jobs","holder":"w1","epoch":42,"expires_at":"..."}.
 struct lease_event {
-    std::string event;                     ///< acquired, takeover, released, revoked, handover, evict
-    std::string name;                      ///< the lease
-    std::optional<std::string> holder;     ///< null when the payload has none
-    std::int64_t epoch = 0;                ///< the grant the event is about
+    std::string event;                 ///< acquired, takeover, released, revoked, handover, evict
+    std::string name;                  ///< the lease
+    std::optional<std::string> holder; ///< null when the payload has none
+    std::int64_t epoch = 0;            ///< the grant the event is about
     std::optional<std::string> expires_at; ///< ISO 8601, as the server wrote it
     std::optional<std::int64_t> pid;       ///< evict: the backend that was ended
 };

@@ -1,6 +1,6 @@
 /// @file duration.cpp
 /// @brief Duration parsing and formatting for the command line.
-#include "duration.hpp"
+#include "common/duration.hpp"
 
 #include <cstdint>
 

@@ -2,10 +2,10 @@
 /// @brief `pglease run`'s planned take-over: asking the holder
 /// (--take-over), and handing the lease over to a verified requester after
 /// the job is gone (protocol: client/src/election/takeover_listener.hpp).
-#include "common.hpp"
-#include "exit_codes.hpp"
-#include "run_signals.hpp"
-#include "run_supervisor.hpp"
+#include "common/common.hpp"
+#include "common/exit_codes.hpp"
+#include "run/run_signals.hpp"
+#include "run/run_supervisor.hpp"
 
 #include <iostream>
 

@@ -1,8 +1,8 @@
 /// @file cli_parse.cpp
 /// @brief The command line of `pglease`, with CLI11.
-#include "duration.hpp"
-#include "exit_codes.hpp"
-#include "options.hpp"
+#include "common/duration.hpp"
+#include "common/exit_codes.hpp"
+#include "common/options.hpp"
 
 #include <CLI/CLI.hpp>
 

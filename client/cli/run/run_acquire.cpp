@@ -2,11 +2,11 @@
 /// @brief `pglease run`, step 1: acquire the lease, or wait for it, woken by
 /// NOTIFY pg_lease and by the expiry the server reported; until a server
 /// first answers, retry with backoff for --connect-timeout.
-#include "common.hpp"
-#include "duration.hpp"
-#include "exit_codes.hpp"
-#include "run_signals.hpp"
-#include "run_supervisor.hpp"
+#include "common/common.hpp"
+#include "common/duration.hpp"
+#include "common/exit_codes.hpp"
+#include "run/run_signals.hpp"
+#include "run/run_supervisor.hpp"
 
 #include <pglease/error.hpp>
 

@@ -2,7 +2,7 @@
 /// @brief What every subcommand shares: global options, connections, errors.
 #pragma once
 
-#include "options.hpp"
+#include "common/options.hpp"
 
 #include <pglease/connection_options.hpp>
 

@@ -2,8 +2,8 @@
 /// @brief `pglease status --summary [--prefix P] [--json]`: counts by state
 /// and holder, aggregated by the server (one short reply for 100,000 leases).
 #include "commands.hpp"
-#include "exit_codes.hpp"
-#include "status_summary.hpp"
+#include "common/exit_codes.hpp"
+#include "status/status_summary.hpp"
 
 #include <pqxx/pqxx>
 

@@ -1,6 +1,6 @@
 /// @file run_observability.cpp
 /// @brief /healthz and /metrics of `pglease run --http`.
-#include "run_observability.hpp"
+#include "run/run_observability.hpp"
 
 #include <pglease/sql_name.hpp>
 
