@@ -2,6 +2,7 @@
 /// @brief tryAcquireOrRenew, as numbered steps.
 #include "pglease/election.hpp"
 
+#include "engine/renew_round.hpp"
 #include "pglease/downstream.hpp"
 
 #include "pglease/error.hpp"
@@ -27,10 +28,7 @@ election::election(backend& db, const elector_config& config, const clock& clk, 
 }
 
 clock::duration election::jittered_retry() {
-    std::uniform_real_distribution<double> factor{1.0, m_config.jitter_factor};
-    const double ns = std::chrono::duration<double, std::nano>(m_config.retry_period).count();
-    return std::chrono::duration_cast<clock::duration>(
-        std::chrono::duration<double, std::nano>{ns * factor(m_rng)});
+    return detail::jittered(m_config.retry_period, m_config.jitter_factor, m_rng);
 }
 
 std::string election::leader() const {
