@@ -10,6 +10,7 @@
 #include "pglease/lease.hpp"
 #include "pglease/stop_token.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,15 @@ enum class term_end {
     stopped,        ///< the holder stops: released with release_on_stop
     failed,         ///< the term's work failed to start: released, then rests
 };
+
+/// A holder's own name for each term_end, in term_end's order.
+template <typename Reason>
+using term_end_names = std::array<Reason, 5>;
+
+template <typename Reason>
+[[nodiscard]] Reason name_of(term_end why, const term_end_names<Reason>& names) {
+    return names.at(static_cast<std::size_t>(why));
+}
 
 /// A term that ended (or, from release_done(), was forgotten).
 struct ended_term {

@@ -7,24 +7,16 @@
 #include "pglease/group_names.hpp"
 
 #include <algorithm>
-#include <array>
 
 namespace pglease {
 
 using detail::expiry_slack;
 using detail::term_end;
 
-namespace {
-
-/// In term_end's order: lost, renew_deadline, dropped, stopped, failed.
-shard_stop_reason reason_of(term_end why) noexcept {
-    static constexpr std::array by_end{shard_stop_reason::lost, shard_stop_reason::renew_deadline,
-                                       shard_stop_reason::moved, shard_stop_reason::leaving,
-                                       shard_stop_reason::failed};
-    return by_end.at(static_cast<std::size_t>(why));
-}
-
-} // namespace
+/// This holder's name for each way a term ends (term_end's order).
+constexpr detail::term_end_names<shard_stop_reason> reason_by_end{
+    shard_stop_reason::lost, shard_stop_reason::renew_deadline, shard_stop_reason::moved,
+    shard_stop_reason::leaving, shard_stop_reason::failed};
 
 group_state::group_state(backend& db, const group_config& config, const clock& clk,
                          std::uint64_t seed)
@@ -76,7 +68,7 @@ void group_state::stop_shards(std::vector<group_event>& events,
         e.what = group_event::kind::shard_stopping;
         e.shard = std::move(t.name);
         e.epoch = t.epoch;
-        e.reason = reason_of(t.why);
+        e.reason = detail::name_of(t.why, reason_by_end);
         events.push_back(std::move(e));
     }
 }

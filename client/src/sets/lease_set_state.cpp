@@ -7,24 +7,16 @@
 #include "pglease/error.hpp"
 
 #include <algorithm>
-#include <array>
 
 namespace pglease {
 
 using detail::expiry_slack;
 using detail::term_end;
 
-namespace {
-
-/// In term_end's order: lost, renew_deadline, dropped, stopped, failed.
-lease_loss loss_of(term_end why) noexcept {
-    static constexpr std::array by_end{lease_loss::lost, lease_loss::renew_deadline,
-                                       lease_loss::removed, lease_loss::stopped,
-                                       lease_loss::failed};
-    return by_end.at(static_cast<std::size_t>(why));
-}
-
-} // namespace
+/// This holder's name for each way a term ends (term_end's order).
+constexpr detail::term_end_names<lease_loss> loss_by_end{
+    lease_loss::lost, lease_loss::renew_deadline, lease_loss::removed, lease_loss::stopped,
+    lease_loss::failed};
 
 lease_set_state::lease_set_state(backend& db, const lease_set_config& config, const clock& clk,
                                  std::uint64_t seed)
@@ -101,7 +93,7 @@ void lease_set_state::end_terms(std::vector<lease_set_event>& events,
         event.what = lease_set_event::kind::lost;
         event.name = std::move(e.name);
         event.epoch = e.epoch;
-        event.why = loss_of(e.why);
+        event.why = detail::name_of(e.why, loss_by_end);
         events.push_back(std::move(event));
     }
 }
