@@ -25,14 +25,22 @@ inline std::vector<std::string> names(std::size_t count, const std::string& pref
     return out;
 }
 
-inline lease_set_config config(const std::string& identity, std::size_t count) {
-    lease_set_config c;
-    c.names = names(count);
+/// The step-by-step tests' timings, for any holder's config: ttl 15 s
+/// (margin 1 s: local deadline = sent + 14 s), renew deadline 10 s, retry
+/// period 2 s.
+template <typename Config>
+Config hand_timed(Config c, const std::string& identity) {
     c.identity = identity;
-    c.ttl = 15s; // margin 1 s: local deadline = sent + 14 s
+    c.ttl = 15s;
     c.renew_deadline = 10s;
     c.retry_period = 2s;
     return c;
+}
+
+inline lease_set_config config(const std::string& identity, std::size_t count) {
+    lease_set_config c;
+    c.names = names(count);
+    return hand_timed(std::move(c), identity);
 }
 
 /// One set driven by hand, on a counting session of the store.

@@ -65,11 +65,7 @@ group_config group(const std::string& identity) {
     group_config c;
     c.group = "orders";
     c.shards = numbered_shards("orders", 2);
-    c.identity = identity;
-    c.ttl = 15s;
-    c.renew_deadline = 10s;
-    c.retry_period = 2s;
-    return c;
+    return hand_timed(std::move(c), identity);
 }
 
 TEST(failed_work, a_group_member_stops_the_shard_releases_it_and_rests_a_retry_period) {

@@ -4,6 +4,7 @@
 /// delays no renewal; remove() and stop() release after on_lost returned; a
 /// wanted lease released or revoked elsewhere is tried at once.
 #include "flaky_backend.hpp"
+#include "lease_set_hand.hpp"
 #include "pglease/lease_set.hpp"
 #include "pglease/testing.hpp"
 
@@ -51,14 +52,7 @@ private:
 };
 
 lease_set_config config(std::size_t count) {
-    lease_set_config c;
-    for (std::size_t i = 0; i < count; ++i)
-        c.names.push_back("job/" + std::to_string(i));
-    c.identity = "a";
-    c.ttl = 15s;
-    c.renew_deadline = 10s;
-    c.retry_period = 2s;
-    return c;
+    return test::config("a", count);
 }
 
 TEST(lease_set, a_slow_callback_delays_no_renewal_and_callbacks_keep_their_order) {

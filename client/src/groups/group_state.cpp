@@ -63,14 +63,12 @@ std::string group_state::assigned_to(const std::string& shard) const {
 
 void group_state::stop_shards(std::vector<group_event>& events,
                               std::vector<detail::ended_term> ended) {
-    for (detail::ended_term& t : ended) {
-        group_event e;
-        e.what = group_event::kind::shard_stopping;
-        e.shard = std::move(t.name);
-        e.epoch = t.epoch;
-        e.reason = detail::name_of(t.why, reason_by_end);
-        events.push_back(std::move(e));
-    }
+    for (detail::ended_term& t : ended)
+        events.push_back({group_event::kind::shard_stopping,
+                          std::move(t.name),
+                          t.epoch,
+                          detail::name_of(t.why, reason_by_end),
+                          {}});
 }
 
 void group_state::work_failed(const std::string& shard) {

@@ -88,14 +88,9 @@ std::shared_ptr<lease> lease_set_state::grant(const std::string& name) const {
 
 void lease_set_state::end_terms(std::vector<lease_set_event>& events,
                                 std::vector<detail::ended_term> ended) {
-    for (detail::ended_term& e : ended) {
-        lease_set_event event;
-        event.what = lease_set_event::kind::lost;
-        event.name = std::move(e.name);
-        event.epoch = e.epoch;
-        event.why = detail::name_of(e.why, loss_by_end);
-        events.push_back(std::move(event));
-    }
+    for (detail::ended_term& e : ended)
+        events.push_back({lease_set_event::kind::lost, std::move(e.name), e.epoch, stop_token{},
+                          detail::name_of(e.why, loss_by_end)});
 }
 
 std::vector<std::string> lease_set_state::unheld_wanted() const {
