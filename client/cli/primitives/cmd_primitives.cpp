@@ -21,6 +21,24 @@ namespace {
 
 constexpr std::chrono::milliseconds call_timeout{5000};
 
+/// Runs @p call over a backend of its own: its exit code, or the error's.
+template <typename Call>
+int over_backend(const global_options& g, Call&& call) {
+    try {
+        pglease::pq_backend db{make_connection_options(g, call_timeout)};
+        return call(db);
+    } catch (const std::exception& e) {
+        return report_error(e);
+    }
+}
+
+/// "pglease: lease "NAME" <what> by IDENTITY with epoch E<tail>".
+int not_held(const primitive_args& a, const char* what, const char* tail) {
+    std::cerr << "pglease: lease \"" << a.lease << "\" " << what << " by " << a.identity
+              << " with epoch " << a.epoch << tail << std::endl;
+    return exit_lease_lost;
+}
+
 } // namespace
 
 int cmd_acquire(const global_options& g, const primitive_args& a) {
@@ -84,12 +102,8 @@ int cmd_renew(const global_options& g, const primitive_args& a) {
         } catch (const pqxx::sql_error& e) {
             pglease::throw_for_sqlstate(e.what(), e.sqlstate());
         }
-        if (row[0].is_null()) {
-            std::cerr << "pglease: lease \"" << a.lease << "\" is not held by " << a.identity
-                      << " with epoch " << a.epoch << " (released, revoked, expired or taken over)"
-                      << std::endl;
-            return exit_lease_lost;
-        }
+        if (row[0].is_null())
+            return not_held(a, "is not held", " (released, revoked, expired or taken over)");
         return exit_ok;
     } catch (const std::exception& e) {
         return report_error(e);
@@ -97,27 +111,19 @@ int cmd_renew(const global_options& g, const primitive_args& a) {
 }
 
 int cmd_release(const global_options& g, const primitive_args& a) {
-    try {
-        pglease::pq_backend db{make_connection_options(g, call_timeout)};
-        if (db.release(a.lease, a.identity, a.epoch))
-            return exit_ok;
-        std::cerr << "pglease: lease \"" << a.lease << "\" was not held by " << a.identity
-                  << " with epoch " << a.epoch << "; nothing released" << std::endl;
-        return exit_lease_lost;
-    } catch (const std::exception& e) {
-        return report_error(e);
-    }
+    return over_backend(g, [&](pglease::pq_backend& db) {
+        return db.release(a.lease, a.identity, a.epoch)
+                   ? exit_ok
+                   : not_held(a, "was not held", "; nothing released");
+    });
 }
 
 int cmd_revoke(const global_options& g, const primitive_args& a) {
-    try {
-        pglease::pq_backend db{make_connection_options(g, call_timeout)};
+    return over_backend(g, [&](pglease::pq_backend& db) {
         if (!db.revoke(a.lease))
             info(g, "lease \"" + a.lease + "\" was not held; nothing to revoke");
         return exit_ok;
-    } catch (const std::exception& e) {
-        return report_error(e);
-    }
+    });
 }
 
 } // namespace pglease::cli

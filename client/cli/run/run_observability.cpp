@@ -32,46 +32,39 @@ struct run_observability::state {
         , conninfo{std::move(ci)}
         , schema{std::move(sch)}
         , registry{std::make_shared<prometheus::Registry>()}
-        , leader{prometheus::BuildGauge()
-                     .Name("pglease_leader")
-                     .Help("1 while this process holds the lease (before its local deadline)")
-                     .Register(*registry)
-                     .Add({{"lease", l.name()}})}
-        , epoch{prometheus::BuildGauge()
-                    .Name("pglease_epoch")
-                    .Help("Fencing token of this process's grant; 0 when it holds none")
-                    .Register(*registry)
-                    .Add({{"lease", l.name()}})}
-        , renewals{prometheus::BuildCounter()
-                       .Name("pglease_renewals_total")
-                       .Help("Successful renewals")
-                       .Register(*registry)
-                       .Add({{"lease", l.name()}})}
-        , renew_failures{prometheus::BuildCounter()
-                             .Name("pglease_renew_failures_total")
-                             .Help("Renewals that failed or were refused")
-                             .Register(*registry)
-                             .Add({{"lease", l.name()}})}
-        , renew_seconds{prometheus::BuildHistogram()
-                            .Name("pglease_renew_duration_seconds")
-                            .Help("Time of one renew call, request to reply")
-                            .Register(*registry)
-                            .Add({{"lease", l.name()}}, renew_buckets())}
-        , server_up{prometheus::BuildGauge()
-                        .Name("pglease_server_up")
-                        .Help("1 when the last scrape could read the lease from the server")
-                        .Register(*registry)
-                        .Add({{"lease", l.name()}})}
-        , transitions{prometheus::BuildGauge()
-                          .Name("pglease_lease_transitions")
-                          .Help("Times the lease's holder changed (leases.transitions)")
-                          .Register(*registry)
-                          .Add({{"lease", l.name()}})}
+        , leader{gauge("pglease_leader",
+                       "1 while this process holds the lease (before its local deadline)")}
+        , epoch{gauge("pglease_epoch",
+                      "Fencing token of this process's grant; 0 when it holds none")}
+        , renewals{counter("pglease_renewals_total", "Successful renewals")}
+        , renew_failures{counter("pglease_renew_failures_total",
+                                 "Renewals that failed or were refused")}
+        , renew_seconds{with_lease(prometheus::BuildHistogram()
+                                       .Name("pglease_renew_duration_seconds")
+                                       .Help("Time of one renew call, request to reply")
+                                       .Register(*registry),
+                                   renew_buckets())}
+        , server_up{gauge("pglease_server_up",
+                          "1 when the last scrape could read the lease from the server")}
+        , transitions{gauge("pglease_lease_transitions",
+                            "Times the lease's holder changed (leases.transitions)")}
         , rejections{prometheus::BuildCounter()
                          .Name("pglease_fence_rejections_total")
                          .Help("Writes the fence refused for this lease since the server started "
                                "(lease_counters; needs shared_preload_libraries)")
                          .Register(*registry)} {}
+
+    /// The series of @p family for this lease (a histogram's with its buckets).
+    template <typename Metric, typename... Args>
+    Metric& with_lease(prometheus::Family<Metric>& family, Args&&... args) {
+        return family.Add({{"lease", lease.name()}}, std::forward<Args>(args)...);
+    }
+    prometheus::Gauge& gauge(const char* name, const char* help) {
+        return with_lease(prometheus::BuildGauge().Name(name).Help(help).Register(*registry));
+    }
+    prometheus::Counter& counter(const char* name, const char* help) {
+        return with_lease(prometheus::BuildCounter().Name(name).Help(help).Register(*registry));
+    }
 
     /// Reads the server-side figures; false when the server cannot be read.
     bool read_server() {

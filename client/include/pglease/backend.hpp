@@ -177,6 +177,11 @@ public:
 protected:
     backend(backend&&) = default;
     backend& operator=(backend&&) = default;
+
+    /// The *_many calls' argument check: one epoch per name, else
+    /// invalid_argument naming @p call.
+    static void require_epoch_per_name(const char* call, const std::vector<std::string>& names,
+                                       const std::vector<std::int64_t>& epochs);
 };
 
 } // namespace pglease

@@ -10,6 +10,7 @@
 #include "pglease/fence.hpp"
 #include "pglease/handover.hpp"
 #include "pglease/loop_thread.hpp"
+#include "pglease/pinned.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <atomic>
@@ -75,7 +76,7 @@ class takeover_schedule;
 ///   elector = &e;
 ///   e.start();                 // campaigns until stop() or destruction
 /// @endcode
-class elector {
+class elector : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
 public:
     /// Validates @p config (config_error); will campaign over a pq_backend
     /// built from config.connection once start() is called. No I/O yet.
@@ -89,11 +90,6 @@ public:
     /// per entry, in order.
     elector(elector_config config, std::unique_ptr<backend> db, const clock& clk,
             std::vector<std::unique_ptr<backend>> downstreams);
-
-    elector(const elector&) = delete;
-    elector& operator=(const elector&) = delete;
-    elector(elector&&) = delete;
-    elector& operator=(elector&&) = delete;
 
     /// stop().
     ~elector();

@@ -10,6 +10,7 @@
 #include "pglease/group_config.hpp"
 #include "pglease/group_state.hpp"
 #include "pglease/loop_thread.hpp"
+#include "pglease/pinned.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <atomic>
@@ -68,7 +69,7 @@ namespace pglease {
 ///   member = &m;
 ///   m.start();
 /// @endcode
-class group_member {
+class group_member : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
 public:
     /// Validates @p config (config_error); will run over @p db, or else a
     /// pq_backend built from config.connection, once start() is called. No
@@ -76,11 +77,6 @@ public:
     /// clock it measures its waits with.
     explicit group_member(group_config config, std::unique_ptr<backend> db = nullptr,
                           const clock& clk = system_clock());
-
-    group_member(const group_member&) = delete;
-    group_member& operator=(const group_member&) = delete;
-    group_member(group_member&&) = delete;
-    group_member& operator=(group_member&&) = delete;
 
     /// stop().
     ~group_member();

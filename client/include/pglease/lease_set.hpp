@@ -9,6 +9,7 @@
 #include "pglease/lease_set_config.hpp"
 #include "pglease/lease_set_state.hpp"
 #include "pglease/loop_thread.hpp"
+#include "pglease/pinned.hpp"
 
 #include <atomic>
 #include <memory>
@@ -73,7 +74,7 @@ class callback_queue;
 ///   set.add("tenant/3");
 ///   set.run_fenced("tenant/1", conn, [&](pqxx::work& tx) { tx.exec0("UPDATE ..."); });
 /// @endcode
-class lease_set {
+class lease_set : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
 public:
     /// Validates @p config (config_error); will run over @p db, or else a
     /// pq_backend built from config.connection, once start() is called. No
@@ -81,11 +82,6 @@ public:
     /// clock it measures its waits with.
     explicit lease_set(lease_set_config config, std::unique_ptr<backend> db = nullptr,
                        const clock& clk = system_clock());
-
-    lease_set(const lease_set&) = delete;
-    lease_set& operator=(const lease_set&) = delete;
-    lease_set(lease_set&&) = delete;
-    lease_set& operator=(lease_set&&) = delete;
 
     /// stop().
     ~lease_set();

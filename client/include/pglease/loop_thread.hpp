@@ -4,6 +4,7 @@
 /// group_member, observer) runs its loop on, and its stop order.
 #pragma once
 
+#include "pglease/pinned.hpp"
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -15,13 +16,9 @@ namespace pglease::detail {
 /// wakes the loop (the owner's @p wake: tell the work, interrupt the wait),
 /// then joins, except from the loop's own thread (a callback that stops
 /// its holder): then it only asks, and the owner's destructor joins.
-class loop_thread {
+class loop_thread : pinned { // NOLINT(cppcoreguidelines-special-member-functions)
 public:
     loop_thread() = default;
-    loop_thread(const loop_thread&) = delete;
-    loop_thread& operator=(const loop_thread&) = delete;
-    loop_thread(loop_thread&&) = delete;
-    loop_thread& operator=(loop_thread&&) = delete;
     /// Joins a thread still running (the owner's destructor called stop()).
     ~loop_thread() {
         if (m_thread.joinable() && m_thread.get_id() != std::this_thread::get_id())

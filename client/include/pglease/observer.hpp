@@ -8,6 +8,7 @@
 #include "pglease/lease_view.hpp"
 #include "pglease/loop_thread.hpp"
 #include "pglease/observer_options.hpp"
+#include "pglease/pinned.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -43,17 +44,13 @@ namespace pglease {
 ///   watch.start();
 ///   bool leader_known = watch.current().valid;   // no I/O
 /// @endcode
-class observer {
+class observer : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
 public:
     /// Validates @p options (config_error); no I/O until start().
     explicit observer(observer_options options);
     /// The same over an injected backend and clock (tests, the test double).
     observer(observer_options options, std::unique_ptr<backend> db,
              const clock& clk = system_clock());
-    observer(const observer&) = delete;
-    observer& operator=(const observer&) = delete;
-    observer(observer&&) = delete;
-    observer& operator=(observer&&) = delete;
     /// stop().
     ~observer();
 

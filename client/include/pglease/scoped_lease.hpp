@@ -8,6 +8,7 @@
 #include "pglease/connection_options.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_options.hpp"
+#include "pglease/pinned.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -30,7 +31,7 @@ namespace pglease {
 ///       return;                                       // someone else runs them
 ///   guard.run_fenced(app, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
 /// @endcode                                            // released here
-class scoped_lease {
+class scoped_lease : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
 public:
     /// Connects with @p connection (a session of its own; default: PG*
     /// variables), tries to acquire @p name, waiting up to @p wait (0: one
@@ -56,11 +57,6 @@ public:
     scoped_lease(std::unique_ptr<backend> db, std::string name, lease_options options,
                  std::chrono::milliseconds wait, const clock& clk,
                  std::vector<std::unique_ptr<backend>> downstreams);
-
-    scoped_lease(const scoped_lease&) = delete;
-    scoped_lease& operator=(const scoped_lease&) = delete;
-    scoped_lease(scoped_lease&&) = delete;
-    scoped_lease& operator=(scoped_lease&&) = delete;
 
     /// release().
     ~scoped_lease();

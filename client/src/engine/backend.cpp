@@ -7,12 +7,17 @@
 
 namespace pglease {
 
+void backend::require_epoch_per_name(const char* call, const std::vector<std::string>& names,
+                                     const std::vector<std::int64_t>& epochs) {
+    if (names.size() != epochs.size())
+        throw invalid_argument{std::string{call} + ": names and epochs must have the same length"};
+}
+
 std::vector<std::optional<std::chrono::microseconds>>
 backend::renew_many(const std::vector<std::string>& names, const std::string& holder,
                     const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
                     clock::time_point deadline) {
-    if (names.size() != epochs.size())
-        throw invalid_argument{"renew_many: names and epochs must have the same length"};
+    require_epoch_per_name("renew_many", names, epochs);
     std::vector<std::optional<std::chrono::microseconds>> out;
     out.reserve(names.size());
     for (std::size_t i = 0; i < names.size(); ++i)
@@ -35,8 +40,7 @@ std::vector<bool> backend::release_many(const std::vector<std::string>& names,
                                         const std::string& holder,
                                         const std::vector<std::int64_t>& epochs,
                                         clock::time_point /*deadline*/) {
-    if (names.size() != epochs.size())
-        throw invalid_argument{"release_many: names and epochs must have the same length"};
+    require_epoch_per_name("release_many", names, epochs);
     std::vector<bool> out;
     out.reserve(names.size());
     for (std::size_t i = 0; i < names.size(); ++i)

@@ -3,6 +3,7 @@
 /// application callbacks never run on (or delay) a thread that renews.
 #pragma once
 
+#include "pglease/pinned.hpp"
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -13,13 +14,9 @@ namespace pglease::detail {
 
 /// A FIFO of tasks and the thread that runs them. A task that throws is
 /// ignored (the application's failure, not ours). Thread-safe.
-class callback_queue {
+class callback_queue : pinned { // NOLINT(cppcoreguidelines-special-member-functions)
 public:
     callback_queue() = default;
-    callback_queue(const callback_queue&) = delete;
-    callback_queue& operator=(const callback_queue&) = delete;
-    callback_queue(callback_queue&&) = delete;
-    callback_queue& operator=(callback_queue&&) = delete;
 
     /// finish().
     ~callback_queue();

@@ -6,22 +6,26 @@
 
 namespace pglease {
 
+namespace {
+
+/// A lease name or identity: 1 to 255 bytes, no NUL (the server's rules).
+void validate_text(const std::string& value, const std::string& what) {
+    if (value.empty())
+        throw config_error{what + " must not be empty"};
+    if (value.size() > 255)
+        throw config_error{what + " must be at most 255 bytes"};
+    if (value.find('\0') != std::string::npos)
+        throw config_error{what + " must not contain a NUL byte"};
+}
+
+} // namespace
+
 void validate_lease_name(const std::string& name) {
-    if (name.empty())
-        throw config_error{"lease name must not be empty"};
-    if (name.size() > 255)
-        throw config_error{"lease name must be at most 255 bytes"};
-    if (name.find('\0') != std::string::npos)
-        throw config_error{"lease name must not contain a NUL byte"};
+    validate_text(name, "lease name");
 }
 
 void lease_options::validate() const {
-    if (identity.empty())
-        throw config_error{"identity must not be empty"};
-    if (identity.size() > 255)
-        throw config_error{"identity must be at most 255 bytes"};
-    if (identity.find('\0') != std::string::npos)
-        throw config_error{"identity must not contain a NUL byte"};
+    validate_text(identity, "identity");
     if (ttl <= std::chrono::milliseconds::zero())
         throw config_error{"ttl must be positive"};
     const auto margin = effective_safety_margin();

@@ -38,8 +38,7 @@ std::vector<std::optional<std::chrono::microseconds>>
 pq_backend::renew_many(const std::vector<std::string>& names, const std::string& holder,
                        const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
                        clock::time_point deadline) {
-    if (names.size() != epochs.size())
-        throw invalid_argument{"renew_many: names and epochs must have the same length"};
+    require_epoch_per_name("renew_many", names, epochs);
     std::vector<std::optional<std::chrono::microseconds>> out(names.size());
     if (names.empty())
         return out;
@@ -87,8 +86,7 @@ std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names
                                            const std::string& holder,
                                            const std::vector<std::int64_t>& epochs,
                                            clock::time_point deadline) {
-    if (names.size() != epochs.size())
-        throw invalid_argument{"release_many: names and epochs must have the same length"};
+    require_epoch_per_name("release_many", names, epochs);
     if (names.empty())
         return {};
     return call("lease_release_many", bounded(deadline, m_options.acquire_timeout), [&] {
