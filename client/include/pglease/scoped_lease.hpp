@@ -8,6 +8,7 @@
 #include "pglease/connection_options.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_options.hpp"
+#include "pglease/loop_thread.hpp"
 #include "pglease/pinned.hpp"
 
 #include <chrono>
@@ -15,7 +16,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace pglease {
@@ -101,7 +101,7 @@ private:
     std::condition_variable m_cv;
     bool m_stopping = false;
     bool m_released = false;
-    std::thread m_thread;
+    detail::loop_thread m_loop; ///< the renewals; last: joined before the members it uses go
 };
 
 } // namespace pglease

@@ -67,7 +67,7 @@ scoped_lease::scoped_lease(std::unique_ptr<backend> db, std::string name, lease_
         }
     }
     if (got)
-        m_thread = std::thread{[this] { renew_loop(); }};
+        m_loop.start(nullptr, [this] { renew_loop(); });
 }
 
 scoped_lease::~scoped_lease() {
@@ -107,11 +107,14 @@ void scoped_lease::release() noexcept {
         if (m_released)
             return;
         m_released = true;
-        m_stopping = true;
     }
-    m_cv.notify_all();
-    if (m_thread.joinable())
-        m_thread.join();
+    m_loop.stop([this] {
+        {
+            const std::lock_guard lock{m_mutex};
+            m_stopping = true;
+        }
+        m_cv.notify_all();
+    });
     try {
         (void)m_lease.release();
     } catch (const std::exception&) {
