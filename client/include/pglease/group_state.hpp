@@ -146,7 +146,6 @@ private:
     group_config m_config;
     backend& m_db;
     const clock& m_clock;
-    lease_options m_options;
     std::string m_prefix;
     lease m_member;
     std::mt19937_64 m_rng;
@@ -158,7 +157,6 @@ private:
     std::map<std::string, std::string> m_target; ///< shard -> owner identity
     std::map<std::string, shard_row> m_rows;
 
-    std::vector<std::string> m_failed; ///< work_failed(), for the next step
     bool m_scan_due = true;
     bool m_leaving = false;
     bool m_left = false;

@@ -160,14 +160,11 @@ private:
     lease_set_config m_config;
     backend& m_db;
     const clock& m_clock;
-    lease_options m_options;
     std::mt19937_64 m_rng;
     detail::term_table m_terms;
 
     std::set<std::string> m_wanted;
     std::set<std::string> m_freed; ///< lease_freed(): acquire these at the next step
-    std::vector<std::pair<std::string, std::int64_t>>
-        m_failed; ///< work_failed(), for the next step
 
     std::atomic<std::uint64_t> m_acquires{0};
     bool m_stopping = false;

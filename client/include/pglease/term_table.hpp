@@ -8,6 +8,7 @@
 #include "pglease/clock.hpp"
 #include "pglease/holder_config.hpp"
 #include "pglease/lease.hpp"
+#include "pglease/lease_options.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <array>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pglease::detail {
@@ -69,14 +71,32 @@ struct ended_term {
 class term_table {
 public:
     /// @p db, @p clk and @p config (the holder's, valid) must outlive this.
-    term_table(backend& db, const clock& clk, const holder_config& config) noexcept
+    term_table(backend& db, const clock& clk, const holder_config& config)
         : m_db{db}
         , m_clock{clk}
-        , m_config{config} {}
+        , m_config{config}
+        , m_options{config.to_lease_options()} {}
+
+    /// A new lease @p lease_name of the holder's identity, ttl and schema,
+    /// not acquired yet (a term begins with it once it is).
+    [[nodiscard]] std::shared_ptr<lease> make_grant(const std::string& lease_name) const;
 
     /// A term of @p name begins with @p grant (just acquired): the token of
     /// its stop_source. The next renewal is due renew_interval() after it.
     stop_token begin(const std::string& name, std::shared_ptr<lease> grant);
+
+    /// Steps 1-3 of every holder of many leases, in order: running terms
+    /// no longer held locally end (lost), those @p dropped says are no
+    /// longer wanted end (dropped), those whose work failed (work_failed())
+    /// end (failed); when due, one renew round trip for every lease with a
+    /// term and the held ones of @p extra (renew_if_due()); then give_up().
+    void end_due(const std::vector<lease*>& extra,
+                 const std::function<bool(const std::string&)>& dropped,
+                 std::vector<ended_term>& out);
+
+    /// The work of @p name's running term (with @p epoch; 0: any) failed
+    /// to start: end_due() ends it.
+    void work_failed(const std::string& name, std::int64_t epoch = 0);
 
     /// Ends @p name's running term (none: no effect), adding it to @p out.
     void end(const std::string& name, term_end why, std::vector<ended_term>& out);
@@ -84,6 +104,9 @@ public:
     /// Ends every running term that @p ends says to, with @p why.
     void end_where(const std::function<bool(const std::string&)>& ends, term_end why,
                    std::vector<ended_term>& out);
+
+    /// Ends every running term (a holder stopping): what ended.
+    [[nodiscard]] std::vector<ended_term> end_all(term_end why);
 
     /// Ends every running term no longer held locally (lost).
     void end_unheld(std::vector<ended_term>& out);
@@ -133,17 +156,17 @@ public:
 
     [[nodiscard]] bool empty() const noexcept { return m_terms.empty(); }
 
+    /// The names whose term runs and whose grant is held (live()), sorted. Thread-safe.
+    [[nodiscard]] std::vector<std::string> live_names() const;
+
+    /// How many names are live(). Thread-safe.
+    [[nodiscard]] std::size_t live_count() const;
+
     /// True while @p name's term runs and its grant is held. Thread-safe.
     [[nodiscard]] bool live(const std::string& name) const;
 
     /// The epoch of @p name while live(), else 0. Thread-safe.
     [[nodiscard]] std::int64_t live_epoch(const std::string& name) const;
-
-    /// The names live(), sorted. Thread-safe.
-    [[nodiscard]] std::vector<std::string> live_names() const;
-
-    /// How many names are live(). Thread-safe.
-    [[nodiscard]] std::size_t live_count() const;
 
     /// The grant of @p name's term, running or ended (nullptr: none).
     /// Thread-safe.
@@ -179,10 +202,12 @@ private:
     backend& m_db;
     const clock& m_clock;
     const holder_config& m_config;
+    const lease_options m_options;
 
     mutable std::mutex m_mutex; ///< guards m_terms' shape and each term's `ended`
     std::map<std::string, term> m_terms;
-    std::map<std::string, clock::time_point> m_rest; ///< failed terms' names, until
+    std::map<std::string, clock::time_point> m_rest;            ///< failed terms' names, until
+    std::vector<std::pair<std::string, std::int64_t>> m_failed; ///< for end_due()
 
     std::atomic<std::uint64_t> m_renews{0};
     std::atomic<std::uint64_t> m_releases{0};

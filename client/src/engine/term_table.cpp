@@ -10,6 +10,12 @@
 
 namespace pglease::detail {
 
+std::shared_ptr<lease> term_table::make_grant(const std::string& lease_name) const {
+    auto l = std::make_shared<lease>(m_db, lease_name, m_options, m_clock);
+    l->set_schema(m_config.connection.schema);
+    return l;
+}
+
 stop_token term_table::begin(const std::string& name, std::shared_ptr<lease> grant) {
     term t{std::move(grant), m_clock};
     t.stop.set_deadline(t.grant->deadline());
@@ -35,6 +41,24 @@ void term_table::end_term(const std::string& name, term& t, term_end why,
     out.push_back({name, t.grant->epoch(), why});
 }
 
+void term_table::end_due(const std::vector<lease*>& extra,
+                         const std::function<bool(const std::string&)>& dropped,
+                         std::vector<ended_term>& out) {
+    end_unheld(out);
+    if (dropped)
+        end_where(dropped, term_end::dropped, out);
+    for (const auto& [name, epoch] : m_failed)
+        if (const lease* l = running(name); l != nullptr && (epoch == 0 || l->epoch() == epoch))
+            end(name, term_end::failed, out);
+    m_failed.clear();
+    renew_if_due(extra, out);
+    give_up(out);
+}
+
+void term_table::work_failed(const std::string& name, std::int64_t epoch) {
+    m_failed.emplace_back(name, epoch);
+}
+
 void term_table::end(const std::string& name, term_end why, std::vector<ended_term>& out) {
     const auto it = m_terms.find(name);
     if (it != m_terms.end() && !it->second.ended)
@@ -46,6 +70,12 @@ void term_table::end_where(const std::function<bool(const std::string&)>& ends, 
     for (auto& [name, t] : m_terms)
         if (!t.ended && ends(name))
             end_term(name, t, why, out);
+}
+
+std::vector<ended_term> term_table::end_all(term_end why) {
+    std::vector<ended_term> out;
+    end_where([](const std::string&) { return true; }, why, out);
+    return out;
 }
 
 void term_table::end_unheld(std::vector<ended_term>& out) {

@@ -7,6 +7,7 @@
 #include "pglease/group_names.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace pglease {
 
@@ -23,9 +24,9 @@ group_state::group_state(backend& db, const group_config& config, const clock& c
     : m_config{config}
     , m_db{db}
     , m_clock{clk}
-    , m_options{config.to_lease_options()}
     , m_prefix{group_prefix(config.group)}
-    , m_member{db, group_member_lease(config.group, config.identity, config.weight), m_options, clk}
+    , m_member{db, group_member_lease(config.group, config.identity, config.weight),
+               config.to_lease_options(), clk}
     , m_rng{seed}
     , m_shards{db, clk, m_config}
     , m_next{clk.now()}
@@ -72,7 +73,12 @@ void group_state::stop_shards(std::vector<group_event>& events,
 }
 
 void group_state::work_failed(const std::string& shard) {
-    m_failed.push_back(shard);
+    m_shards.work_failed(shard);
+    m_next = m_clock.now();
+}
+
+void group_state::work_stopped(const std::string& shard) {
+    (void)m_shards.work_done(shard);
     m_next = m_clock.now();
 }
 
@@ -185,9 +191,7 @@ void group_state::acquire_assigned(std::vector<group_event>& events) {
             continue; // wait for its release (NOTIFY) or expiry (m_scan_wake)
         if (m_clock.now() >= m_shards.next_renew())
             return; // renew first; the next step comes at once
-        auto l = std::make_shared<lease>(m_db, group_shard_lease(m_config.group, shard), m_options,
-                                         m_clock);
-        l->set_schema(m_config.connection.schema);
+        auto l = m_shards.make_grant(group_shard_lease(m_config.group, shard));
         try {
             if (!l->acquire(m_shards.call_bound(&m_member))) {
                 shard_row seen;
@@ -213,19 +217,11 @@ void group_state::acquire_assigned(std::vector<group_event>& events) {
     }
 }
 
-void group_state::work_stopped(const std::string& shard) {
-    (void)m_shards.work_done(shard);
-    m_next = m_clock.now();
-}
-
 std::vector<group_event> group_state::leave() {
+    if (std::exchange(m_leaving, true))
+        return {};
     std::vector<group_event> events;
-    if (m_leaving)
-        return events;
-    m_leaving = true;
-    std::vector<detail::ended_term> ended;
-    m_shards.end_where([](const std::string&) { return true; }, term_end::stopped, ended);
-    stop_shards(events, std::move(ended));
+    stop_shards(events, m_shards.end_all(term_end::stopped));
     // The membership goes first: the others reassign at once, and take each
     // shard as soon as its work stopped and it was released.
     if (m_config.release_on_stop && m_member.held()) {
@@ -260,19 +256,13 @@ std::vector<group_event> group_state::step() {
     std::vector<group_event> events;
     std::vector<detail::ended_term> ended;
 
-    // 1. A shard no longer held locally, or whose work failed, stops
-    //    without any I/O.
-    m_shards.end_unheld(ended);
-    for (const std::string& shard : m_failed)
-        m_shards.end(shard, term_end::failed, ended);
-    m_failed.clear();
-
-    // 2-3. One round trip for the membership and every shard held, when
-    //      due; give up what failed to renew for renew_deadline.
-    m_shards.renew_if_due({&m_member}, ended);
+    // 1-3. A shard no longer held locally, or whose work failed, stops
+    //      without any I/O; one round trip renews the membership and every
+    //      shard held, when due; what failed to renew for renew_deadline is
+    //      given up.
+    m_shards.end_due({&m_member}, nullptr, ended);
     if (m_member.held() && m_clock.now() >= m_member.renewed_at() + m_config.renew_deadline)
         m_member.mark_lost();
-    m_shards.give_up(ended);
     stop_shards(events, std::move(ended));
 
     if (!m_leaving) {
@@ -287,8 +277,7 @@ std::vector<group_event> group_state::step() {
     (void)m_shards.release_done(false);
     if (!m_leaving && m_member.held())
         acquire_assigned(events);
-    if (m_leaving && m_shards.empty())
-        m_left = true;
+    m_left = m_leaving && m_shards.empty(); // and stays so: nothing is acquired once leaving
     schedule();
     return events;
 }

@@ -7,6 +7,7 @@
 #include "pglease/error.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace pglease {
 
@@ -23,7 +24,6 @@ lease_set_state::lease_set_state(backend& db, const lease_set_config& config, co
     : m_config{config}
     , m_db{db}
     , m_clock{clk}
-    , m_options{config.to_lease_options()}
     , m_rng{seed}
     , m_terms{db, clk, m_config}
     , m_next{clk.now()}
@@ -62,7 +62,7 @@ void lease_set_state::remove(const std::string& name) {
 }
 
 void lease_set_state::work_failed(const std::string& name, std::int64_t epoch) {
-    m_failed.emplace_back(name, epoch);
+    m_terms.work_failed(name, epoch);
     m_next = m_clock.now();
 }
 
@@ -145,8 +145,7 @@ void lease_set_state::acquire(std::vector<lease_set_event>& events,
                     std::min(m_next_acquire, arrived + *reply.remaining + expiry_slack);
             continue;
         }
-        auto l = std::make_shared<lease>(m_db, names[i], m_options, m_clock);
-        l->set_schema(m_config.connection.schema);
+        auto l = m_terms.make_grant(names[i]);
         if (!l->apply_acquire(sent, arrived, reply))
             continue;
         lease_set_event e;
@@ -164,14 +163,11 @@ void lease_set_state::callback_done(const std::string& name, std::int64_t epoch)
 }
 
 std::vector<lease_set_event> lease_set_state::stop() {
-    std::vector<lease_set_event> events;
-    if (m_stopping)
-        return events;
-    m_stopping = true;
-    std::vector<detail::ended_term> ended;
-    m_terms.end_where([](const std::string&) { return true; }, term_end::stopped, ended);
-    end_terms(events, std::move(ended));
+    if (std::exchange(m_stopping, true))
+        return {};
     m_next = m_clock.now();
+    std::vector<lease_set_event> events;
+    end_terms(events, m_terms.end_all(term_end::stopped));
     return events;
 }
 
@@ -189,20 +185,12 @@ std::vector<lease_set_event> lease_set_state::step() {
     std::vector<lease_set_event> events;
     std::vector<detail::ended_term> ended;
 
-    // 1. A term no longer held locally, no longer wanted, or whose work
-    //    failed ends without I/O.
-    m_terms.end_unheld(ended);
-    m_terms.end_where([this](const std::string& name) { return m_wanted.count(name) == 0; },
-                      term_end::dropped, ended);
-    for (const auto& [name, epoch] : m_failed)
-        if (const lease* l = m_terms.running(name); l != nullptr && l->epoch() == epoch)
-            m_terms.end(name, term_end::failed, ended);
-    m_failed.clear();
-
-    // 2-3. Renew every lease with a term in one round trip when due; give
-    //      up those whose renewals failed for renew_deadline.
-    m_terms.renew_if_due({}, ended);
-    m_terms.give_up(ended);
+    // 1-3. Terms no longer held locally, no longer wanted, or whose work
+    //      failed end without I/O; every lease with a term is renewed in one
+    //      round trip when due; those failing to renew for renew_deadline
+    //      are given up.
+    m_terms.end_due(
+        {}, [this](const std::string& name) { return m_wanted.count(name) == 0; }, ended);
     end_terms(events, std::move(ended));
 
     // 4. Terms whose on_lost returned: release (one round trip), forget; a
@@ -213,8 +201,7 @@ std::vector<lease_set_event> lease_set_state::step() {
 
     if (!m_stopping)
         acquire_wanted(events);
-    if (m_stopping && m_terms.empty())
-        m_stopped = true;
+    m_stopped = m_stopping && m_terms.empty(); // and stays so: nothing begins once stopping
     schedule();
     return events;
 }
