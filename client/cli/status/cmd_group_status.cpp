@@ -3,6 +3,7 @@
 /// and lease_group_shards views (extension 1.2) for one group.
 #include "commands.hpp"
 #include "common/exit_codes.hpp"
+#include "status/grant_columns.hpp"
 #include "status/group_format.hpp"
 
 #include <pqxx/pqxx>
@@ -53,11 +54,7 @@ int cmd_group_status(const global_options& g, const std::string& group, bool jso
         for (const auto& row : tx.exec_params(shard_sql, group)) {
             group_shard_row s;
             s.shard = row[0].as<std::string>();
-            if (!row[1].is_null())
-                s.holder = row[1].as<std::string>();
-            s.epoch = row[2].as<std::int64_t>();
-            s.valid = row[3].as<bool>();
-            s.remaining = std::chrono::milliseconds{row[4].as<long long>()};
+            read_grant_columns(row, s);
             s.expires_at = row[5].as<std::string>();
             shards.push_back(std::move(s));
         }

@@ -7,6 +7,7 @@
 /// tables or JSON.
 #include "commands.hpp"
 #include "common/exit_codes.hpp"
+#include "status/grant_columns.hpp"
 #include "status/status_format.hpp"
 
 #include <pqxx/pqxx>
@@ -49,11 +50,7 @@ int cmd_status(const global_options& g, const std::string& name, const std::stri
         for (const auto& row : r) {
             status_row s;
             s.name = row[0].as<std::string>();
-            if (!row[1].is_null())
-                s.holder = row[1].as<std::string>();
-            s.epoch = row[2].as<std::int64_t>();
-            s.valid = row[3].as<bool>();
-            s.remaining = std::chrono::milliseconds{row[4].as<long long>()};
+            read_grant_columns(row, s);
             s.ttl = std::chrono::milliseconds{row[5].as<long long>()};
             s.transitions = row[6].as<std::int64_t>();
             s.acquired_at = row[7].as<std::string>();
