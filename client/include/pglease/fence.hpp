@@ -18,6 +18,7 @@
 
 #include <pqxx/connection_base>
 #include <pqxx/errorhandler>
+#include <pqxx/except>
 #include <pqxx/transaction>
 
 #include <chrono>
@@ -80,10 +81,15 @@ struct fence_bound {
     std::function<std::chrono::steady_clock::time_point()> extend;
 };
 
+class call_watchdog;
+
 /// One fenced transaction's bookkeeping around the caller's code: the
 /// syncrep warning watch, the deadline watchdog (cancel, then shut the
 /// socket down), the retries of a BEGIN that found the connection broken,
 /// and the mapping of what went wrong to pglease's exceptions.
+///
+/// It lives on the caller's stack and allocates nothing per transaction
+/// (the watchdog is the thread's, kept between calls).
 class fenced_scope {
 public:
     fenced_scope(pqxx::connection_base& conn, fence_bound bound);
@@ -96,7 +102,19 @@ public:
     /// Reopens a broken connection, starts the watch, then runs @p begin
     /// (which begins the transaction and returns it); a BEGIN that finds
     /// the connection broken is retried (at most 3 tries, as pqxx::work).
-    void begin(const std::function<pqxx::dbtransaction&()>& begin);
+    template <typename Begin>
+    void begin(Begin&& begin) {
+        for (int tries = 1;; ++tries) {
+            before_begin();
+            try {
+                after_begin(std::invoke(begin));
+                return;
+            } catch (const pqxx::broken_connection&) {
+                if (!retry_broken_begin(tries))
+                    throw;
+            }
+        }
+    }
     /// Commits @p tx: refused (rolled back, connection_lost) once the
     /// deadline passed; commit_unknown when the deadline cut into COMMIT or
     /// the server cancelled its wait for the synchronous standby.
@@ -105,8 +123,33 @@ public:
     [[noreturn]] void rethrow(std::exception_ptr ep);
 
 private:
-    struct impl;
-    std::unique_ptr<impl> m_impl;
+    /// begin()'s steps: before each try (reopen, deadline check, watch);
+    /// after a BEGIN that worked (watch the new session if pqxx::work
+    /// reconnected); after one that found the connection broken (false:
+    /// give up, rethrow).
+    void before_begin();
+    void after_begin(const pqxx::dbtransaction& tx);
+    [[nodiscard]] bool retry_broken_begin(int tries) noexcept;
+
+    [[nodiscard]] bool bounded() const noexcept {
+        return m_bound.deadline != std::chrono::steady_clock::time_point::max();
+    }
+    [[nodiscard]] bool past_deadline() const;
+    [[nodiscard]] bool fired() const noexcept { return m_cancelled || m_severed; }
+    /// Watches the connection's current session (@p tx: a transaction open
+    /// on it, or none).
+    void arm(const pqxx::dbtransaction* tx);
+    void disarm() noexcept;
+
+    pqxx::connection_base& m_conn;
+    fence_bound m_bound;
+    syncrep_notice_watch m_watch;
+    std::unique_ptr<call_watchdog> m_dog; ///< the thread's, taken while bounded
+    bool m_cancelled = false;             ///< what the watchdog did, over all tries
+    bool m_severed = false;
+    bool m_armed = false;
+    bool m_committing = false;
+    int m_socket = -1;
 };
 
 /// True when @p F can be called with a fenced_work& (a callable taking

@@ -7,9 +7,8 @@
 
 #include <pqxx/transaction>
 
+#include <array>
 #include <cstdint>
-
-#include <string>
 
 namespace pglease {
 
@@ -66,7 +65,9 @@ private:
     void do_begin() override;
 
     std::int64_t m_epoch;
-    std::string m_begin; ///< the combined BEGIN; SET LOCAL pg_lease.epoch = ...
+    /// The combined `BEGIN; SET LOCAL pg_lease.epoch = '<epoch>'`, NUL-terminated: built in
+    /// place (no allocation per transaction); room for the longest int64.
+    std::array<char, 64> m_begin{};
 };
 
 } // namespace pglease

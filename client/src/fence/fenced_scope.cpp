@@ -8,6 +8,7 @@
 
 #include <pqxx/except>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -45,22 +46,25 @@ void give_back(std::unique_ptr<call_watchdog> dog) noexcept {
 /// The cancel request of the session a thread last watched. A session's
 /// cancel key never changes, so while the socket and the backend's pid
 /// stay the same the request is reused: no probe transaction, no
-/// PQgetCancel and no allocation per fenced transaction.
+/// PQgetCancel and no allocation per fenced transaction. Shared, not
+/// copied, with the watchdog: a copy of the std::function would allocate
+/// (the request owns its PGcancel), and a nested run_fenced() on another
+/// session that replaces the cache leaves the outer watch its own.
 struct session_cancel {
     int socket = -1;
     int pid = 0;
-    std::function<void()> request;
+    std::shared_ptr<const std::function<void()>> request;
 };
 
-const std::function<void()>& cancel_for(pqxx::connection_base& conn,
-                                        const pqxx::dbtransaction* tx) {
+const std::shared_ptr<const std::function<void()>>&
+cancel_for(pqxx::connection_base& conn, int socket, const pqxx::dbtransaction* tx) {
     thread_local session_cancel cached;
-    const int socket = conn.sock();
     const int pid = conn.backendpid();
-    if (cached.request && cached.socket == socket && cached.pid == pid)
+    if (cached.request && *cached.request && cached.socket == socket && cached.pid == pid)
         return cached.request;
     auto* handle = tx != nullptr ? pq_handle(*tx) : pq_handle(conn);
-    cached = session_cancel{socket, pid, cancel_request(handle)};
+    cached = session_cancel{socket, pid,
+                            std::make_shared<const std::function<void()>>(cancel_request(handle))};
     return cached.request;
 }
 
@@ -96,127 +100,103 @@ bool cut_by_deadline(const pqxx::failure& e) {
 
 } // namespace
 
-struct fenced_scope::impl {
-    impl(pqxx::connection_base& c, fence_bound b)
-        : conn{c}
-        , bound{std::move(b)}
-        , watch{c} {}
-
-    [[nodiscard]] bool bounded() const noexcept {
-        return bound.deadline != steady::time_point::max();
-    }
-
-    /// The deadline now: the first one, or a later one the lease moved to.
-    [[nodiscard]] steady::time_point deadline() const {
-        if (bound.extend) {
-            const steady::time_point later = bound.extend();
-            if (later > bound.deadline)
-                return later;
-        }
-        return bound.deadline;
-    }
-
-    [[nodiscard]] bool past_deadline() const { return bounded() && steady::now() >= deadline(); }
-
-    [[nodiscard]] bool fired() const noexcept { return cut.cancelled || cut.severed; }
-
-    /// Watches the connection's current session (@p tx: a transaction open
-    /// on it, or none).
-    void arm(const pqxx::dbtransaction* tx) {
-        if (!bounded())
-            return;
-        if (!dog)
-            dog = take_watchdog();
-        socket = conn.sock();
-        dog->arm(bound.deadline, socket, cancel_for(conn, tx), bound.extend);
-        armed = true;
-    }
-
-    void disarm() noexcept {
-        if (!armed)
-            return;
-        armed = false;
-        const call_watchdog::outcome out = dog->disarm();
-        cut.cancelled = cut.cancelled || out.cancelled;
-        cut.severed = cut.severed || out.severed;
-    }
-
-    pqxx::connection_base& conn;
-    fence_bound bound;
-    syncrep_notice_watch watch;
-    std::unique_ptr<call_watchdog> dog;
-    call_watchdog::outcome cut; ///< what the watchdog did, over all tries
-    int socket = -1;
-    bool armed = false;
-    bool committing = false;
-};
-
 fenced_scope::fenced_scope(pqxx::connection_base& conn, fence_bound bound)
-    : m_impl{std::make_unique<impl>(conn, std::move(bound))} {}
+    : m_conn{conn}
+    , m_bound{std::move(bound)}
+    , m_watch{conn} {}
 
 fenced_scope::~fenced_scope() {
-    m_impl->disarm();
-    if (m_impl->dog)
-        give_back(std::move(m_impl->dog));
+    disarm();
+    if (m_dog)
+        give_back(std::move(m_dog));
 }
 
-void fenced_scope::begin(const std::function<pqxx::dbtransaction&()>& begin) {
-    impl& s = *m_impl;
-    for (int tries = 1;; ++tries) {
-        reopen_if_broken(s.conn);
-        if (s.past_deadline())
-            throw connection_lost{"fenced transaction: no time left before its deadline; not sent"};
-        s.arm(nullptr);
-        try {
-            const pqxx::dbtransaction& tx = begin();
-            // pqxx::work's BEGIN reconnects by itself after a break: watch
-            // the new session from now on.
-            if (s.bounded() && s.conn.sock() != s.socket) {
-                s.disarm();
-                s.arm(&tx);
-            }
-            return;
-        } catch (const pqxx::broken_connection&) {
-            s.disarm();
-            // Found broken at BEGIN (a server restarted while we were idle):
-            // nothing can have committed; reopen and try again, as
-            // pqxx::work does. Not when our own deadline cut it.
-            if (tries >= begin_tries || s.fired())
-                throw;
-        }
+bool fenced_scope::past_deadline() const {
+    if (!bounded())
+        return false;
+    const steady::time_point now = steady::now();
+    if (now < m_bound.deadline)
+        return false; // before the first deadline: before any later one too
+    // The deadline now: the first one, or a later one the lease moved to.
+    if (m_bound.extend) {
+        const steady::time_point later = m_bound.extend();
+        if (later > m_bound.deadline)
+            return now >= later;
     }
+    return true;
+}
+
+void fenced_scope::arm(const pqxx::dbtransaction* tx) {
+    if (!bounded())
+        return;
+    if (!m_dog)
+        m_dog = take_watchdog();
+    m_socket = m_conn.sock();
+    m_dog->arm(m_bound.deadline, m_socket, cancel_for(m_conn, m_socket, tx), m_bound.extend);
+    m_armed = true;
+}
+
+void fenced_scope::disarm() noexcept {
+    if (!m_armed)
+        return;
+    m_armed = false;
+    const call_watchdog::outcome out = m_dog->disarm();
+    m_cancelled = m_cancelled || out.cancelled;
+    m_severed = m_severed || out.severed;
+}
+
+void fenced_scope::before_begin() {
+    reopen_if_broken(m_conn);
+    if (past_deadline())
+        throw connection_lost{"fenced transaction: no time left before its deadline; not sent"};
+    arm(nullptr);
+}
+
+void fenced_scope::after_begin(const pqxx::dbtransaction& tx) {
+    // pqxx::work's BEGIN reconnects by itself after a break: watch the new
+    // session from now on.
+    if (bounded() && m_conn.sock() != m_socket) {
+        disarm();
+        arm(&tx);
+    }
+}
+
+bool fenced_scope::retry_broken_begin(int tries) noexcept {
+    disarm();
+    // Found broken at BEGIN (a server restarted while we were idle):
+    // nothing can have committed; reopen and try again, as pqxx::work
+    // does. Not when our own deadline cut it.
+    return tries < begin_tries && !fired();
 }
 
 void fenced_scope::commit(pqxx::transaction_base& tx) {
-    impl& s = *m_impl;
-    if (s.past_deadline()) {
+    if (past_deadline()) {
         tx.abort();
         throw connection_lost{"fenced transaction ran past its deadline before COMMIT: rolled "
                               "back, nothing committed"};
     }
-    s.committing = true;
+    m_committing = true;
     tx.commit();
-    s.disarm();
-    if (s.fired())
+    disarm();
+    if (fired())
         throw commit_unknown{"fenced transaction: its deadline came while COMMIT was in flight "
                              "and the COMMIT was cancelled: outcome unknown (a cancelled wait "
                              "for a synchronous standby still commits)"};
-    check_replicated(s.watch);
+    check_replicated(m_watch);
 }
 
 void fenced_scope::rethrow(std::exception_ptr ep) {
-    impl& s = *m_impl;
-    s.disarm();
-    if (s.fired()) {
+    disarm();
+    if (fired()) {
         const std::string how =
-            s.cut.severed ? "cancelled, then its connection shut down" : "cancelled";
+            m_severed ? "cancelled, then its connection shut down" : "cancelled";
         try {
             std::rethrow_exception(ep);
         } catch (const error&) {
             throw;
         } catch (const pqxx::failure& e) {
             const std::string sqlstate = sqlstate_of(e);
-            if (s.committing)
+            if (m_committing)
                 throw commit_unknown{"fenced transaction: its deadline came while COMMIT was in "
                                      "flight (" +
                                          how + "): outcome unknown: " + e.what(),
@@ -229,7 +209,7 @@ void fenced_scope::rethrow(std::exception_ptr ep) {
             // Not libpqxx's: passes through below.
         }
     }
-    rethrow_fenced(std::move(ep), s.committing);
+    rethrow_fenced(std::move(ep), m_committing);
 }
 
 } // namespace pglease::detail

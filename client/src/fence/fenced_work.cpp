@@ -5,7 +5,13 @@
 #include "pglease/error.hpp"
 #include "pq/pq_handle.hpp"
 
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <string_view>
 
 namespace pglease {
 namespace {
@@ -35,9 +41,31 @@ void check_token(const fence_token& token) {
 /// transaction (COMMIT or ROLLBACK restores the session's own value), so
 /// no token outlives it, behind a transaction-pooling pgbouncer too; and it
 /// names no function, so neither schema nor search_path matters.
-std::string begin_query(const fence_token& token) {
+///
+/// Written into @p out (NUL-terminated), without allocating; the text of
+/// the thread's last epoch is kept and copied (a thread's transactions
+/// mostly carry the same epoch).
+template <std::size_t N>
+void write_begin_query(const fence_token& token, std::array<char, N>& out) {
     check_token(token);
-    return "BEGIN; SET LOCAL pg_lease.epoch = '" + std::to_string(token.epoch) + "'";
+    struct last_query {
+        std::int64_t epoch = 0;
+        std::size_t size = 0; ///< with the NUL
+        std::array<char, N> text{};
+    };
+    thread_local last_query last;
+    if (last.epoch != token.epoch) {
+        constexpr std::string_view head = "BEGIN; SET LOCAL pg_lease.epoch = '";
+        // head, 19 digits (a positive int64), the closing quote and the NUL.
+        static_assert(N >= head.size() + 19 + 2);
+        char* p = std::copy(head.begin(), head.end(), last.text.data());
+        p = std::to_chars(p, last.text.data() + last.text.size() - 2, token.epoch).ptr;
+        *p++ = '\'';
+        *p++ = '\0';
+        last.size = static_cast<std::size_t>(p - last.text.data());
+        last.epoch = token.epoch;
+    }
+    std::copy_n(last.text.data(), last.size, out.data());
 }
 
 } // namespace
@@ -46,8 +74,8 @@ fenced_work::fenced_work(pqxx::connection_base& conn, const fence_token& token)
     : pqxx::internal::namedclass{"fenced_work", "pglease_fenced"}
     , pqxx::internal::basic_transaction{conn, pqxx::isolation_traits<pqxx::read_committed>::name(),
                                         pqxx::read_write}
-    , m_epoch{token.epoch}
-    , m_begin{begin_query(token)} {
+    , m_epoch{token.epoch} {
+    write_begin_query(token, m_begin);
     Begin();
 }
 
@@ -59,7 +87,7 @@ void fenced_work::do_begin() {
     try {
         // No retry on a broken connection (pqxx::work's BEGIN retries): the
         // caller's deadline watches this socket, which a reconnect replaces.
-        direct_exec(m_begin.c_str());
+        direct_exec(m_begin.data());
     } catch (const std::exception&) {
         // A statement after BEGIN failed: the session is left in an aborted
         // transaction block, which Begin() does not roll back (this

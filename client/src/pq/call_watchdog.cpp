@@ -23,6 +23,18 @@ call_watchdog::~call_watchdog() {
 
 void call_watchdog::arm(time_point deadline, int sock, std::function<void()> cancel,
                         std::function<time_point()> extend) {
+    arm_either(deadline, sock, std::move(cancel), nullptr, std::move(extend));
+}
+
+void call_watchdog::arm(time_point deadline, int sock,
+                        std::shared_ptr<const std::function<void()>> cancel,
+                        std::function<time_point()> extend) {
+    arm_either(deadline, sock, nullptr, std::move(cancel), std::move(extend));
+}
+
+void call_watchdog::arm_either(time_point deadline, int sock, std::function<void()>&& cancel,
+                               std::shared_ptr<const std::function<void()>>&& shared_cancel,
+                               std::function<time_point()>&& extend) {
     bool wake = false;
     {
         const std::lock_guard lock{m_mutex};
@@ -31,6 +43,7 @@ void call_watchdog::arm(time_point deadline, int sock, std::function<void()> can
         m_deadline = deadline;
         m_sock = sock;
         m_cancel = std::move(cancel);
+        m_shared_cancel = std::move(shared_cancel);
         m_extend = std::move(extend);
         m_done = {};
         if (!m_thread.joinable())
@@ -64,6 +77,7 @@ call_watchdog::outcome call_watchdog::disarm() noexcept {
         m_inflight.reset();
     }
     m_cancel = nullptr; // a cancel in flight has its own copy
+    m_shared_cancel.reset();
     m_extend = nullptr;
     m_sock = -1;
     const outcome done = m_done;
@@ -104,9 +118,11 @@ void call_watchdog::run() noexcept {
         //    and we wait at most the grace period for it to return.
         auto returned = std::make_shared<std::atomic<bool>>(false);
         m_inflight = returned;
-        std::thread{[cancel = m_cancel, returned] {
+        std::thread{[cancel = m_cancel, shared = m_shared_cancel, returned] {
             try {
-                if (cancel)
+                if (shared && *shared)
+                    (*shared)();
+                else if (cancel)
                     cancel();
             } catch (...) {
                 // Could not reach the server: step 3 ends the call.

@@ -63,12 +63,23 @@ public:
     void arm(time_point deadline, int sock, std::function<void()> cancel,
              std::function<time_point()> extend = {});
 
+    /// As arm() above, with a cancel request shared rather than copied: a
+    /// caller that keeps one request per session arms without allocating
+    /// (a copy of a std::function that owns its state allocates). The
+    /// watchdog keeps its share until disarm(), a cancel in flight its own.
+    void arm(time_point deadline, int sock, std::shared_ptr<const std::function<void()>> cancel,
+             std::function<time_point()> extend = {});
+
     /// Ends the watch. Waits at most the grace period for a cancel request
     /// in flight (one stuck on a frozen server is left behind: it owns what
     /// it uses). Thread-safe.
     outcome disarm() noexcept;
 
 private:
+    /// Both arm()s: @p cancel or @p shared_cancel (the other one empty).
+    void arm_either(time_point deadline, int sock, std::function<void()>&& cancel,
+                    std::shared_ptr<const std::function<void()>>&& shared_cancel,
+                    std::function<time_point()>&& extend);
     void run() noexcept;
 
     const std::chrono::milliseconds m_grace;
@@ -83,6 +94,7 @@ private:
     time_point m_waiting_until = time_point::min();
     int m_sock = -1;
     std::function<void()> m_cancel;
+    std::shared_ptr<const std::function<void()>> m_shared_cancel; ///< or this one
     std::function<time_point()> m_extend;
     std::shared_ptr<std::atomic<bool>> m_inflight; ///< set when the last cancel returned
     outcome m_done;
