@@ -35,7 +35,11 @@ struct group_callbacks {
     /// shard must stop: moved to another member, lost, the member stops, or
     /// simply its local deadline passing. It may run for the whole term and
     /// must return promptly once the token is signalled: the shard is
-    /// released (and can go to its new owner) only after it returned.
+    /// released (and can go to its new owner) only after it returned. If it
+    /// throws, the shard is given up (on_shard_stopped with
+    /// shard_stop_reason::failed, then released) and taken again no sooner
+    /// than a retry period later, as an elector resigns when
+    /// on_started_leading throws.
     std::function<void(const std::string& shard, std::int64_t epoch, stop_token stop)>
         on_shard_started;
 

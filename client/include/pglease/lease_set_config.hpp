@@ -37,7 +37,10 @@ struct lease_set_callbacks {
     /// This process holds @p name now, with @p epoch (its fencing token).
     /// @p stop is signalled when the term ends: the lease lost, removed,
     /// the set stopping, or simply its local deadline passing (so it is on
-    /// time even when the set's thread is stuck in a call).
+    /// time even when the set's thread is stuck in a call). If it throws,
+    /// the lease is given up (on_lost with lease_loss::failed, then
+    /// released) and acquired again no sooner than a retry period later, as
+    /// an elector resigns when on_started_leading throws.
     std::function<void(const std::string& name, std::int64_t epoch, stop_token stop)> on_acquired;
 
     /// The term of @p name with @p epoch is over (its stop_token was
