@@ -15,9 +15,12 @@
 # side by side with the unfenced one: the same unfenced transaction with the
 # share lock the fence takes (SPEC 1.3: a share lock in the lock manager)
 # written as plain SQL in its BEGIN (pg_advisory_xact_lock_shared), no
-# trigger and no token; and 1.2's floor, FOR KEY SHARE on a row.
+# trigger and no token; and 1.2's floor, FOR KEY SHARE on a row.  And the
+# token's declaration alone: the unfenced transaction with the SET LOCAL
+# that run_fenced sends (SPEC 1.1) against the same without it.
 #
 #   bench/pgbench_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   PGBENCH_RATIOS_ONLY="fenced_set declare" bench/pgbench_ratios.sh ...  # these figures only
 #   PG_BIN=/path/to/bin bench/pgbench_ratios.sh   # another PostgreSQL install
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -124,6 +127,7 @@ declare -A ratios tps_a tps_b
 pair()
 {
 	local a b
+	[ -z "${PGBENCH_RATIOS_ONLY:-}" ] || [[ " $PGBENCH_RATIOS_ONLY " == *" $1 "* ]] || return 0
 	if [ $(($5 + r)) -eq $((($5 + r) / 2 * 2)) ]; then
 		a=$(run "$2" "$4" "$5")
 		b=$(run "$3" "$4" "$5")
@@ -152,12 +156,13 @@ for c in "${clients[@]}"; do
 	for r in $(seq 1 "$rounds"); do
 		since=$(psql -X -A -t -c "SELECT clock_timestamp()")
 		pair renew renew bare prepared "$c"
-		renewed "$c" "$since"
+		[ -z "${tps_a[renew.$c]:-}" ] || renewed "$c" "$since"
 		pair fenced_set fenced_set unfenced simple "$c"
 		pair fenced_same fenced_set unfenced_set simple "$c"
 		pair fenced_use fenced_use unfenced simple "$c"
 		pair floor unfenced_advisory unfenced simple "$c"
 		pair floor12 unfenced_locked unfenced simple "$c"
+		pair declare unfenced_set unfenced simple "$c"
 	done
 done
 
@@ -168,12 +173,19 @@ psql -X -A -t -v ON_ERROR_STOP=1 -c "SELECT count(*) FILTER (WHERE f.epoch IS DI
 echo
 echo "| figure | clients | pg_lease/s | baseline/s | ratio (median of rounds) |"
 echo "|---|---:|---:|---:|---:|"
+# row KEY TEXT CLIENTS: one table row, when the figure was measured
+row()
+{
+	[ -n "${ratios[$1.$3]:-}" ] || return 0
+	echo "| $2 | $3 | $(median <<<"${tps_a[$1.$3]}") | $(median <<<"${tps_b[$1.$3]}") | $(median <<<"${ratios[$1.$3]}")x |"
+}
 for c in "${clients[@]}"; do
-	echo "| lease_renew vs bare UPDATE CAS, a random one of 100 leases per client (-M prepared) | $c | $(median <<<"${tps_a[renew.$c]}") | $(median <<<"${tps_b[renew.$c]}") | $(median <<<"${ratios[renew.$c]}")x |"
-	echo "| fenced INSERT, BEGIN + SET LOCAL pg_lease.epoch vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[fenced_set.$c]}") | $(median <<<"${tps_b[fenced_set.$c]}") | $(median <<<"${ratios[fenced_set.$c]}")x |"
-	echo "| fenced INSERT, BEGIN + SET LOCAL vs the same unfenced, with the same SET LOCAL | $c | $(median <<<"${tps_a[fenced_same.$c]}") | $(median <<<"${tps_b[fenced_same.$c]}") | $(median <<<"${ratios[fenced_same.$c]}")x |"
-	echo "| fenced INSERT, BEGIN + lease_use vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[fenced_use.$c]}") | $(median <<<"${tps_b[fenced_use.$c]}") | $(median <<<"${ratios[fenced_use.$c]}")x |"
-	echo "| the fenced transaction's floor (1.3): unfenced BEGIN + pg_advisory_xact_lock_shared, INSERT, COMMIT vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[floor.$c]}") | $(median <<<"${tps_b[floor.$c]}") | $(median <<<"${ratios[floor.$c]}")x |"
-	echo "| 1.2's floor: unfenced BEGIN + SELECT 1 ... FOR KEY SHARE, INSERT, COMMIT vs unfenced BEGIN/INSERT/COMMIT | $c | $(median <<<"${tps_a[floor12.$c]}") | $(median <<<"${tps_b[floor12.$c]}") | $(median <<<"${ratios[floor12.$c]}")x |"
+	row renew "lease_renew vs bare UPDATE CAS, a random one of 100 leases per client (-M prepared)" "$c"
+	row fenced_set "fenced INSERT, BEGIN + SET LOCAL pg_lease.epoch vs unfenced BEGIN/INSERT/COMMIT" "$c"
+	row fenced_same "fenced INSERT, BEGIN + SET LOCAL vs the same unfenced, with the same SET LOCAL" "$c"
+	row fenced_use "fenced INSERT, BEGIN + lease_use vs unfenced BEGIN/INSERT/COMMIT" "$c"
+	row floor "the fenced transaction's floor (1.3): unfenced BEGIN + pg_advisory_xact_lock_shared, INSERT, COMMIT vs unfenced BEGIN/INSERT/COMMIT" "$c"
+	row floor12 "1.2's floor: unfenced BEGIN + SELECT 1 ... FOR KEY SHARE, INSERT, COMMIT vs unfenced BEGIN/INSERT/COMMIT" "$c"
+	row declare "the token's declaration alone: unfenced BEGIN + SET LOCAL pg_lease.epoch, INSERT, COMMIT vs unfenced BEGIN/INSERT/COMMIT" "$c"
 done
 echo "(pgbench, fsync on, preloaded, a follower LISTENing; medians over $rounds rounds of ${secs}s)"
