@@ -42,30 +42,17 @@ void check_token(const fence_token& token) {
 /// no token outlives it, behind a transaction-pooling pgbouncer too; and it
 /// names no function, so neither schema nor search_path matters.
 ///
-/// Written into @p out (NUL-terminated), without allocating; the text of
-/// the thread's last epoch is kept and copied (a thread's transactions
-/// mostly carry the same epoch).
+/// Written into @p out (NUL-terminated), without allocating.
 template <std::size_t N>
 void write_begin_query(const fence_token& token, std::array<char, N>& out) {
     check_token(token);
-    struct last_query {
-        std::int64_t epoch = 0;
-        std::size_t size = 0; ///< with the NUL
-        std::array<char, N> text{};
-    };
-    thread_local last_query last;
-    if (last.epoch != token.epoch) {
-        constexpr std::string_view head = "BEGIN; SET LOCAL pg_lease.epoch = '";
-        // head, 19 digits (a positive int64), the closing quote and the NUL.
-        static_assert(N >= head.size() + 19 + 2);
-        char* p = std::copy(head.begin(), head.end(), last.text.data());
-        p = std::to_chars(p, last.text.data() + last.text.size() - 2, token.epoch).ptr;
-        *p++ = '\'';
-        *p++ = '\0';
-        last.size = static_cast<std::size_t>(p - last.text.data());
-        last.epoch = token.epoch;
-    }
-    std::copy_n(last.text.data(), last.size, out.data());
+    constexpr std::string_view head = "BEGIN; SET LOCAL pg_lease.epoch = '";
+    // head, 19 digits (a positive int64), the closing quote and the NUL.
+    static_assert(N >= head.size() + 19 + 2);
+    char* p = std::copy(head.begin(), head.end(), out.data());
+    p = std::to_chars(p, out.data() + out.size() - 2, token.epoch).ptr;
+    *p++ = '\'';
+    *p = '\0';
 }
 
 } // namespace
