@@ -136,7 +136,7 @@ FloorRead(const LeaseFloorKey *key, Snapshot snapshot, FloorVersion *out)
 	ScanKeyEntryInitialize(&keys[1], 0, FLOOR_ATT_NAME, BTEqualStrategyNumber, InvalidOid,
 						   TupleDescAttr(desc, FLOOR_ATT_NAME - 1)->attcollation,
 						   F_TEXTEQ, CStringGetTextDatum(key->name));
-	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true, snapshot, 2, keys);
+	scan = systable_beginscan(rel, LeasePrimaryKeyIndex(rel), true, snapshot, 2, keys);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		bool		isnull;

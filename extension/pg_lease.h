@@ -14,6 +14,7 @@
 #define PG_LEASE_H
 
 #include "postgres.h"
+#include "pg_compat.h"
 
 #include "datatype/timestamp.h"
 #include "executor/spi.h"

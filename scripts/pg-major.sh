@@ -100,6 +100,7 @@ native=$cache/native
 for p in "$native"/lib/postgresql/pgxs/src/test/regress/pg_regress \
 	"$native"/lib/postgresql/pgxs/src/test/isolation/pg_isolation_regress \
 	"$native"/lib/postgresql/pgxs/src/test/isolation/isolationtester; do
+	[ -e "$p" ] || [ -e "$p.bin" ] || continue
 	[ -e "$p.bin" ] || mv "$p" "$p.bin"
 	cat >"$p" <<WRAP
 #!/bin/sh
