@@ -69,6 +69,18 @@
 #define HASH_STRINGS 0
 #endif
 
+/*
+ * A setting's check hook hands its extra to the GUC machinery, which frees
+ * it: with free() up to 15, with pfree() from 16 on (GUC memory became a
+ * memory context; malloc'd memory makes that pfree fail at the next
+ * COMMIT).  guc_malloc gives what each major frees; before 16 it is plain
+ * malloc (NULL on failure, no message).
+ */
+#if PG_VERSION_NUM < 160000
+#define guc_malloc(elevel, size)	malloc(size)
+#define guc_free(ptr)				free(ptr)
+#endif
+
 /* MarkGUCPrefixReserved is 15's name for EmitWarningsOnPlaceholders. */
 #if PG_VERSION_NUM < 150000
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
