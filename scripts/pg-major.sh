@@ -124,10 +124,14 @@ LD_LIBRARY_PATH="$native/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "$p.bi
 WRAP
 	chmod 755 "$p"
 done
-if [ ! -e "$native/bin/psql" ]; then
+# It runs with the machine's own libpq, not the tree's older one that the
+# test drivers' LD_LIBRARY_PATH would hand it.
+if [ -L "$native/bin/psql" ] || [ ! -e "$native/bin/psql" ]; then
 	psql=$(ls -d /usr/lib/postgresql/*/bin/psql 2>/dev/null | sort -V | tail -n 1)
 	[ -n "$psql" ] || die "no psql on this machine (apt-get install postgresql-client)"
-	ln -s "$psql" "$native/bin/psql"
+	rm -f "$native/bin/psql"
+	printf '#!/bin/sh\nunset LD_LIBRARY_PATH\nexec %s "$@"\n' "$psql" >"$native/bin/psql"
+	chmod 755 "$native/bin/psql"
 fi
 
 # 4. A pg_config that answers what PGXS asks: the tree's own folders, the
