@@ -244,7 +244,7 @@ LeaseIdentitySequence(Relation rel, AttrNumber attnum, bool missing_ok)
 
 /*
  * The primary key's index.  18 returns a deferrable one only when asked;
- * ours are never deferrable, so ask as the older majors answered.
+ * the keys pg_lease looks up by are never deferrable, so it does not ask.
  */
 static inline Oid
 LeasePrimaryKeyIndex(Relation rel)
