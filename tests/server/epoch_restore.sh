@@ -6,8 +6,8 @@
 # (a promotion), so its epochs are above anything timeline 1 alone gives.
 # After each move the first grant succeeds at once (the history's ids were
 # dumped too) and its epoch is above every epoch recorded before; and a
-# standby of the restored cluster, promoted before it saw the first grant's
-# move of the mark, still issues epochs above that grant's.  (pg_resetwal
+# standby of the restored (or upgraded) cluster, promoted before it saw the
+# first grant's move of the mark, still issues epochs above that grant's.  (pg_resetwal
 # of PostgreSQL 15 never lowers the timeline; it is tried all the same.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -108,7 +108,17 @@ up=$(pg_cluster_dir upgraded)
 pg_cluster_start upgraded
 check "the upgraded cluster is on timeline 1" test "$(timeline)" = 1
 check "the upgraded store kept its history" test "$(max_epoch)" = "$live_max"
+# its standby, stopped before the first grant (pg_upgrade keeps the tables'
+# oids but not the system identifier)
+pg_cluster_basebackup upstandby upgraded
+pg_cluster_use upgraded
 e_upgraded=$(grant sched upgraded)
 check "the first epoch after pg_upgrade ($e_upgraded) is above every earlier one ($old_max)" test "$e_upgraded" -gt "$old_max"
+pg_cluster_stop upgraded immediate
+pg_cluster_start upstandby
+promote upstandby
+e_upstandby=$(grant sched upstandby)
+check "the upgraded store's standby, promoted without the mark's move, issues a larger epoch ($e_upstandby > $e_upgraded)" \
+	test "$e_upstandby" -gt "$e_upgraded"
 
 finish
