@@ -276,6 +276,32 @@ TEST(group_member, callbacks_start_and_stop_every_shard) {
             << "released on stop";
 }
 
+TEST(group_member, a_shard_s_stop_token_follows_renewals) {
+    lease_store store;
+    std::atomic<int> woke{0};
+    auto cfg = config("a", 2);
+    cfg.callbacks.on_shard_started = [&](const std::string&, std::int64_t, stop_token stop) {
+        stop.wait();
+        ++woke;
+    };
+    group_member m{cfg, store.connect(), store.clock()};
+    m.start();
+    ASSERT_TRUE(store.wait_until_waiting(1));
+    ASSERT_EQ(m.owned_shards().size(), 2U);
+    // A minute in renew intervals (5 s; ttl 15 s, local deadline 14 s):
+    // advance() returns once the member's thread renewed and waits again.
+    for (int i = 0; i < 12; ++i) {
+        store.advance(5s);
+        ASSERT_EQ(m.owned_shards().size(), 2U);
+    }
+    // A token that fired would wake its work at once: give it time to show.
+    for (int i = 0; i < 40 && woke.load() == 0; ++i)
+        std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(woke.load(), 0) << "a shard's stop token fired while the member held it";
+    m.stop();
+    EXPECT_EQ(woke.load(), 2);
+}
+
 TEST(group_member, a_shard_s_stop_token_fires_at_its_local_deadline) {
     lease_store store;
     std::atomic<int> woke{0};
