@@ -290,7 +290,9 @@ failed_detail()
 	unit | unit:* | integration:* | cli-unit | cli-unit:* | clusters:*)
 		# whole names, parameterized ones too (Prefix/Suite.Test/3)
 		tests=$(sed -n 's/^\[  FAILED  \] \([^ ,]*\)\( (\|, where\).*/\1/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
-		echo "${suite%%:*}${tests:+:$tests}"
+		local kind=${suite%%:*}
+		[ "$kind" = clusters ] && kind=$(echo "$suite" | cut -d: -f1,2) # clusters:NAME
+		echo "$kind${tests:+:$tests}"
 		# no test failed by name: the binary died (or hung) in some test,
 		# which may have nothing to do with the mutant; say so
 		if [ -z "$tests" ]; then
