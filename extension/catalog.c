@@ -102,7 +102,7 @@ static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 		4, {TEXTOID, TEXTOID, INT8OID, INT8OID}
 	},
 	[LEASE_PLAN_ERA_READ] = {
-		"SELECT system_identifier, base, high FROM %s.lease_epoch_mark",
+		"SELECT system_identifier, base, high, mark_table FROM %s.lease_epoch_mark",
 		NULL,
 		0, {InvalidOid}
 	},
@@ -113,12 +113,12 @@ static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 		0, {InvalidOid}
 	},
 	[LEASE_PLAN_ERA_WRITE] = {
-		"INSERT INTO %s.lease_epoch_mark (one, system_identifier, base, high, recorded_at)"
-		" VALUES (true, $1, $2, $3, pg_catalog.clock_timestamp()) ON CONFLICT (one) DO UPDATE"
-		" SET system_identifier = EXCLUDED.system_identifier, base = EXCLUDED.base,"
-		" high = EXCLUDED.high, recorded_at = EXCLUDED.recorded_at",
+		"INSERT INTO %s.lease_epoch_mark (one, system_identifier, mark_table, base, high, recorded_at)"
+		" VALUES (true, $1, $4, $2, $3, pg_catalog.clock_timestamp()) ON CONFLICT (one) DO UPDATE"
+		" SET system_identifier = EXCLUDED.system_identifier, mark_table = EXCLUDED.mark_table,"
+		" base = EXCLUDED.base, high = EXCLUDED.high, recorded_at = EXCLUDED.recorded_at",
 		NULL,
-		3, {INT8OID, INT8OID, INT8OID}
+		4, {INT8OID, INT8OID, INT8OID, OIDOID}
 	},
 };
 

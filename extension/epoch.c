@@ -11,12 +11,15 @@
  * writes on a newer timeline, and the era is the timeline plus a base.
  *
  * The base (1.5) covers what a timeline cannot: pg_upgrade, a dump and
- * restore onto a new cluster and pg_resetwal start again at timeline 1.
+ * restore onto a new cluster and pg_resetwal start again at timeline 1,
+ * and a dump restored in place brings back an older counter.
  * lease_epoch_mark, dumped with the extension's data, records the system
- * that issued epochs, its base and the highest era used.  When the system
- * is another one, or base + timeline fell below the recorded era, the base
- * moves to that era: every later era is above it, also on a standby of the
- * new system promoted before it saw the move (the timeline still adds).
+ * that issued epochs and the mark table's own oid (a restore creates the
+ * table again), the base, and the highest era used.  When the system or
+ * the table is another one, or base + timeline fell below the recorded
+ * era, the base moves to that era: every later era is above it, also on a
+ * standby of the new system promoted before it saw the move (the timeline
+ * still adds).
  * Without a mark (a fresh install, or a schema updated from 1.4) the base
  * is the era of the highest epoch recorded in leases and lease_events.
  *
@@ -29,6 +32,7 @@
 #include "pg_lease.h"
 
 #include "access/xlog.h"
+#include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -49,6 +53,7 @@ typedef struct EraMark
 {
 	bool		found;
 	uint64		system;
+	Oid			table;			/* the mark table's oid when it was recorded */
 	int64		base;
 	int64		high;
 } EraMark;
@@ -75,7 +80,11 @@ EraResult(int column)
 	Datum		value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 									  column, &isnull);
 
-	return isnull ? 0 : DatumGetInt64(value);
+	if (isnull)
+		return 0;
+	if (SPI_gettypeid(SPI_tuptable->tupdesc, column) == OIDOID)
+		return (int64) DatumGetObjectId(value);
+	return DatumGetInt64(value);
 }
 
 static void
@@ -88,6 +97,7 @@ EraReadMark(EraMark *mark)
 		mark->system = (uint64) EraResult(1);
 		mark->base = EraResult(2);
 		mark->high = EraResult(3);
+		mark->table = (Oid) EraResult(4);
 	}
 }
 
@@ -101,12 +111,14 @@ EraRecorded(void)
 
 /* The base that this system and timeline issue under, given the mark. */
 static int64
-EraBase(const EraMark *mark, uint64 system, TimeLineID timeline)
+EraBase(const EraMark *mark, uint64 system, Oid table, TimeLineID timeline)
 {
 	if (!mark->found)
 		return EraRecorded();
 	if (mark->system != system)
 		return mark->high;		/* a restore, pg_upgrade: another system */
+	if (mark->table != table)
+		return mark->high;		/* a dump restored on the same system */
 	if (mark->base + timeline < mark->high)
 		return mark->high;		/* the timeline went back: pg_resetwal */
 	return mark->base;
@@ -120,28 +132,30 @@ EraBase(const EraMark *mark, uint64 system, TimeLineID timeline)
 static int64
 EraCheck(uint64 system, TimeLineID timeline)
 {
+	Oid			table = LeaseEpochMarkRelid();
 	EraMark		mark;
 	int64		base;
 	LOCKTAG		tag;
 
-	if (!OidIsValid(LeaseEpochMarkRelid()))
+	if (!OidIsValid(table))
 		return 0;				/* a schema before 1.5: timeline bits only */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_lease: SPI_connect failed");
 	EraReadMark(&mark);
-	base = EraBase(&mark, system, timeline);
-	if (!mark.found || mark.system != system || mark.base != base ||
-		mark.high < base + timeline)
+	base = EraBase(&mark, system, table, timeline);
+	if (!mark.found || mark.system != system || mark.table != table ||
+		mark.base != base || mark.high < base + timeline)
 	{
-		Datum		values[3];
+		Datum		values[4];
 
 		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, LEASE_ERA_LOCKTAG_CLASS);
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 		EraReadMark(&mark);
-		base = EraBase(&mark, system, timeline);
+		base = EraBase(&mark, system, table, timeline);
 		values[0] = Int64GetDatum((int64) system);
 		values[1] = Int64GetDatum(base);
 		values[2] = Int64GetDatum(Max(mark.found ? mark.high : 0, base + timeline));
+		values[3] = ObjectIdGetDatum(table);
 		EraExecute(LEASE_PLAN_ERA_WRITE, values, SPI_OK_INSERT);
 		era_checked.valid = false;
 	}

@@ -92,32 +92,37 @@ EpochListed(const int64 *epochs, int count, int64 epoch)
 
 /*
  * Unnamed tokens (one from the row, or pg_lease.epoch's list): the one that
- * equals the floor passes, holding the floor's lock; returns it.  A raise
- * may commit between the look and the lock: then the new floor is looked
- * for in the list (floors only grow, so this ends).
+ * equals the floor passes, holding the floor's lock; returns it.  A single
+ * token is locked and checked at once (one read); from a list the floor is
+ * looked up first, to know which to lock.  A raise may commit between the
+ * look and the lock: then the new floor is looked for in the list (floors
+ * only grow, so this ends).
  */
 int64
 LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel, const int64 *epochs, int count)
 {
+	int64		candidate;
 	int64		floor;
 	int64		highest = 0;
 	int			i;
 
-	floor = LeaseFloorPassedEpoch(key);
-	if (floor > 0 && EpochListed(epochs, count, floor))
-		return floor;
-	floor = LeaseFloorPeek(key);
-	while (floor > 0 && EpochListed(epochs, count, floor))
+	candidate = LeaseFloorPassedEpoch(key);
+	if (candidate > 0 && EpochListed(epochs, count, candidate))
+		return candidate;
+	floor = -1;					/* not read yet */
+	candidate = count == 1 ? epochs[0] : (floor = LeaseFloorPeek(key));
+	while (candidate > 0 && EpochListed(epochs, count, candidate))
 	{
-		int64		held = LeaseFloorHold(key, floor);
-
-		if (held == floor)
+		floor = LeaseFloorHold(key, candidate);
+		if (floor == candidate)
 		{
-			LeaseFloorKeep(key, floor);
-			return floor;
+			LeaseFloorKeep(key, candidate);
+			return candidate;
 		}
-		floor = held;
+		candidate = floor;
 	}
+	if (floor < 0)
+		floor = LeaseFloorPeek(key);
 	for (i = 0; i < count; i++)
 		highest = Max(highest, epochs[i]);
 	if (highest < floor)

@@ -13,9 +13,12 @@
 #                       the files that changed since
 #
 # Each mutant is scripts/mutants/<id>.patch: a first line "# <what it
-# breaks>", a line "# suites: <suite> ...", then a unified diff of one file.
+# breaks>", a line "# suites: <suite> ...", then a unified diff of one file,
+# applied without fuzz (patch -F0: a mutant whose code drifted fails to
+# apply, loudly, and is regenerated with the same meaning).
 # Suites are tried in the order listed, fastest first; the first that fails
-# catches the mutant:
+# catches the mutant, if it passes again on the unmutated tree (else the
+# line says "flaky" and the mutant counts as not caught):
 #   regress:NAME[,NAME]  pg_regress suites of regress/sql
 #   iso:NAME[,NAME]      isolation specs of regress/specs
 #   server:NAME          tests/server/NAME.sh (clusters of its own)
@@ -29,6 +32,10 @@
 #                        scratch cluster (gtest filter)
 #   cli-unit[:FILTER]    the command's GoogleTest unit binary
 #   cli:NAME             tests/cli/test_NAME.sh against the built pglease
+#   clusters:NAME[:FILTER]  tests/client/NAME.sh (downstream, syncrep,
+#                        observer_restart): the two-cluster and one-cluster
+#                        client binaries on clusters of their own (gtest
+#                        filter through GTEST_FILTER)
 #   fault:PHASE[,PHASE]  pglease_fault --profile short --only PHASE,...
 #                        (its own clusters, from the private install)
 # A suite list is taken word by word, never expanded as file names (a
@@ -45,8 +52,11 @@
 # share files, the extension installed there with DESTDIR) and a cluster
 # started from it.  The system's installed pg_lease is never written; the
 # script checks its checksums at the end and fails if they changed.
-# Prints "<id> caught by <suite>" or "<id> SURVIVED" per mutant, then
-# "caught N/M"; exits 1 if any mutant survived or a baseline suite failed.
+# Prints "<id> caught by <suite>", "<id> flaky: ...", "<id> not judged"
+# (every suite it names failed its baseline) or "<id> SURVIVED" per mutant,
+# then "caught N/M"; a suite that fails on the unmutated tree before the
+# mutants is skipped with a message, not the whole run. Exits 1 unless every
+# mutant was caught and every baseline passed.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -140,6 +150,19 @@ suite_target()
 	cli-unit) echo pglease_cli_unit_tests ;;
 	cli) echo pglease ;;
 	fault) echo pglease_fault ;;
+	clusters) cluster_binary "$1" ;;
+	esac
+}
+
+# cluster_binary clusters:NAME[:FILTER]: the test binary NAME.sh drives.
+cluster_binary()
+{
+	local rest=${1#clusters:}
+	case ${rest%%:*} in
+	downstream) echo pglease_downstream_tests ;;
+	syncrep) echo pglease_syncrep_tests ;;
+	observer_restart) echo pglease_observer_restart_test ;;
+	*) die "unknown cluster suite $1 (downstream, syncrep, observer_restart)" ;;
 	esac
 }
 
@@ -173,7 +196,9 @@ rebuild()
 		pg_cluster_start mut >/dev/null
 		# the database the cli and integration suites use: the objects
 		# of the script just installed, not the ones it had
-		psql -X -q -c "DROP EXTENSION IF EXISTS pg_lease CASCADE" -c "CREATE EXTENSION pg_lease" >/dev/null
+		# (the CASCADE's NOTICE per dropped object stays out of the log)
+		PGOPTIONS="-c client_min_messages=warning" psql -X -q \
+			-c "DROP EXTENSION IF EXISTS pg_lease CASCADE" -c "CREATE EXTENSION pg_lease" >/dev/null
 		;;
 	# only what this mutant's suites run: a target left behind is rebuilt,
 	# from the reverted source, by the next mutant or run that needs it
@@ -210,6 +235,7 @@ suite_timeout()
 	unit | unit:* | cli-unit | cli-unit:*) echo 120 ;;
 	integration:*) echo 300 ;;
 	cli:*) echo 120 ;;
+	clusters:*) echo 300 ;;
 	fault:*) echo 600 ;;
 	esac
 }
@@ -230,6 +256,15 @@ run_suite()
 	integration) cmd=("$BUILD/tests/client/pglease_integration_tests" "${filter[@]}") ;;
 	cli-unit) cmd=("$BUILD/tests/cli/pglease_cli_unit_tests" "${filter[@]}") ;;
 	cli) cmd=(env PGLEASE="$BUILD/client/cli/pglease" bash "$SRC/tests/cli/test_$names.sh") ;;
+	clusters)
+		# NAME[:FILTER]; the script starts its own clusters from the
+		# private install (never the scratch cluster's root)
+		local script=${names%%:*} gfilter=()
+		[ "$script" != "$names" ] && gfilter=("GTEST_FILTER=${names#*:}")
+		cmd=(env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE -u PG_CLUSTER_ROOT PG_BIN="$PG_BIN"
+			"${gfilter[@]}" bash "$SRC/tests/client/$script.sh"
+			"$BUILD/tests/client/$(cluster_binary "$suite")")
+		;;
 	fault) cmd=(env PG_BIN="$PG_BIN" "$BUILD/tests/fault/pglease_fault" --profile short --only "$names") ;;
 	*) die "unknown suite $suite" ;;
 	esac
@@ -252,10 +287,12 @@ failed_detail()
 			"$SCRATCH/last.log" | sort -u | paste -sd, -)
 		echo "${suite%%:*}:${tests:-${suite#*:}}"
 		;;
-	unit | unit:* | integration:* | cli-unit | cli-unit:*)
+	unit | unit:* | integration:* | cli-unit | cli-unit:* | clusters:*)
 		# whole names, parameterized ones too (Prefix/Suite.Test/3)
 		tests=$(sed -n 's/^\[  FAILED  \] \([^ ,]*\)\( (\|, where\).*/\1/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
-		echo "${suite%%:*}${tests:+:$tests}"
+		local kind=${suite%%:*}
+		[ "$kind" = clusters ] && kind=$(echo "$suite" | cut -d: -f1,2) # clusters:NAME
+		echo "$kind${tests:+:$tests}"
 		# no test failed by name: the binary died (or hung) in some test,
 		# which may have nothing to do with the mutant; say so
 		if [ -z "$tests" ]; then
@@ -275,12 +312,14 @@ failed_detail()
 
 # --- one mutant -----------------------------------------------------------
 
-apply_patch() { patch -s -p1 -d "$SRC" --no-backup-if-mismatch "$@" <"$MUTANTS_DIR/$ID.patch"; }
+apply_patch() { patch -s -p1 -F0 -d "$SRC" --no-backup-if-mismatch "$@" <"$MUTANTS_DIR/$ID.patch"; }
 
-# try_mutant ID: prints its line; returns 1 if it survived.
+# try_mutant ID: prints its line; returns 1 unless it was caught (a
+# survivor, a catch by a suite that fails on the unmutated tree too, or no
+# suite left to judge it after the baseline).
 try_mutant()
 {
-	local file suite caught="" start=$SECONDS
+	local file suite caught="" catcher="" ran=0 start=$SECONDS
 	ID=$1
 	file=$(mutant_file "$ID")
 	mapfile -t MUTANT_TARGETS < <(all_suites "$ID" | while IFS= read -r suite; do suite_target "$suite"; done | sort -u)
@@ -293,15 +332,34 @@ try_mutant()
 	local -a suites
 	read -r -a suites <<<"$(mutant_suites "$ID")"
 	for suite in "${suites[@]}"; do
+		if [ -n "${BASELINE_FAILED[$suite]:-}" ]; then
+			log "$ID: $suite skipped (it failed on the unmutated tree)"
+			continue
+		fi
+		ran=$((ran + 1))
 		if ! run_suite "$suite"; then
 			caught=$(failed_detail "$suite" | paste -sd' ' -)
+			catcher=$suite
 			cp "$SCRATCH/last.log" "$RESULTS/$ID.log"
 			break
 		fi
 	done
 	apply_patch -R
 	rebuild "$file"
+	if [ "$ran" -eq 0 ]; then
+		echo "$ID not judged: every suite it names failed its baseline ($(mutant_suites "$ID"))"
+		return 1
+	fi
 	if [ -n "$caught" ]; then
+		# A catch counts only if the suite passes again without the mutant:
+		# a flaky test can fail anywhere, mutated code or not.
+		if ! run_suite "$catcher"; then
+			cp "$SCRATCH/last.log" "$RESULTS/$ID.unmutated.log"
+			echo "$ID flaky: $caught, but $catcher failed on the unmutated tree too" \
+				"($(failed_detail "$catcher" | paste -sd' ' -); log $RESULTS/$ID.unmutated.log)" \
+				"($((SECONDS - start)) s)"
+			return 1
+		fi
 		echo "$ID caught by $caught ($((SECONDS - start)) s)"
 		return 0
 	fi
@@ -317,20 +375,21 @@ all_suites()
 }
 
 # Every suite a mutant names must pass on the unmutated tree, or a failure
-# would prove nothing.  A failing suite's whole log is kept.
+# would prove nothing: one that fails is skipped for every mutant (listed in
+# BASELINE_FAILED), and the others go on.  A failing suite's whole log is kept.
+declare -A BASELINE_FAILED=()
 baseline()
 {
-	local suite failed=0 kept
+	local suite kept
 	while IFS= read -r suite; do
 		if ! run_suite "$suite"; then
 			kept=$RESULTS/baseline-$(echo "$suite" | tr -c 'A-Za-z0-9_.,-' '_').log
 			cp "$SCRATCH/last.log" "$kept"
-			log "baseline: $suite fails on the unmutated tree (whole log: $kept):"
+			log "baseline: $suite fails on the unmutated tree, so it is skipped (whole log: $kept):"
 			tail -40 "$SCRATCH/last.log" >&2
-			failed=1
+			BASELINE_FAILED[$suite]=1
 		fi
 	done < <(all_suites "$@")
-	return $failed
 }
 
 # --- main -----------------------------------------------------------------
@@ -397,15 +456,22 @@ main()
 	psql -X -q -c "CREATE EXTENSION pg_lease"
 	check_scratch_loaded
 	log "scratch server PGPORT=$PGPORT, built in $((SECONDS - begin)) s; baseline suites"
-	baseline "${ids[@]}" || die "baseline failed: fix the suites before judging mutants"
-	log "baseline passed after $((SECONDS - begin)) s"
+	baseline "${ids[@]}"
+	if [ ${#BASELINE_FAILED[@]} -gt 0 ]; then
+		log "baseline done after $((SECONDS - begin)) s; failed, so skipped: ${!BASELINE_FAILED[*]}"
+	else
+		log "baseline passed after $((SECONDS - begin)) s"
+	fi
 
 	for id in "${ids[@]}"; do
 		total=$((total + 1))
 		if try_mutant "$id"; then caught=$((caught + 1)); fi
 	done
 	echo "caught $caught/$total in $((SECONDS - begin)) s"
-	[ "$caught" -eq "$total" ]
+	if [ ${#BASELINE_FAILED[@]} -gt 0 ]; then
+		echo "skipped, failing on the unmutated tree: ${!BASELINE_FAILED[*]}"
+	fi
+	[ "$caught" -eq "$total" ] && [ ${#BASELINE_FAILED[@]} -eq 0 ]
 }
 
 # one line, parsed before it runs: editing this file meanwhile is harmless

@@ -5,12 +5,15 @@
 -- 1.5: the epoch mark (extension/epoch.c).  pg_upgrade, a dump and restore
 -- onto a new cluster and pg_resetwal start again at timeline 1, whose bits
 -- are the epochs' high bits: the mark records the system that issued
--- epochs, the base added to its timeline, and the highest era used, so
--- every later epoch is above every earlier one.  One row at most, written
--- by the grant functions only; dumped with the extension's data.
+-- epochs and the incarnation of this table (its oid: a restore, in place or
+-- elsewhere, creates the table again), the base added to the timeline, and
+-- the highest era used, so every later epoch is above every earlier one.
+-- One row at most, written by the grant functions only; dumped with the
+-- extension's data.
 CREATE TABLE @extschema@.lease_epoch_mark (
 	one			boolean PRIMARY KEY DEFAULT true CHECK (one),
 	system_identifier bigint NOT NULL,
+	mark_table	oid NOT NULL,
 	base		bigint NOT NULL CHECK (base >= 0),
 	high		bigint NOT NULL CHECK (high > 0),
 	recorded_at timestamptz NOT NULL
@@ -19,6 +22,8 @@ COMMENT ON TABLE @extschema@.lease_epoch_mark IS
 	'the era (high bits) of the epochs this database issues: timeline plus base, and the highest era used; never edit it';
 COMMENT ON COLUMN @extschema@.lease_epoch_mark.system_identifier IS
 	'the system identifier (pg_control_system(), as a signed bigint) of the cluster that recorded the mark';
+COMMENT ON COLUMN @extschema@.lease_epoch_mark.mark_table IS
+	'the oid this table had when the mark was recorded: another one means the data was restored';
 COMMENT ON COLUMN @extschema@.lease_epoch_mark.base IS
 	'added to the WAL timeline to make the era: moved to the highest era when the system or timeline changed under the data';
 COMMENT ON COLUMN @extschema@.lease_epoch_mark.high IS

@@ -17,6 +17,25 @@ IFS='|' read -r name epoch holder options <"$TMP/env.out"
 [ "$(sed -n 2p "$TMP/env.out")" = "$epoch" ] || fail "psql in the job does not carry pg_lease.epoch"
 pass "environment and PGOPTIONS"
 
+# 1b. Exactly one PGOPTIONS entry, whether the caller had one or not. The
+# job is exec'd directly (env prints its environment as it got it): a
+# shell would keep one of two entries and hide the duplicate.
+for caller in "-c work_mem=2MB" ""; do
+	if [ -n "$caller" ]; then
+		PGOPTIONS="$caller" "$PGLEASE" -q run --lease "$lease" --ttl 2s -- env >"$TMP/env.all"
+		want="$caller -c pg_lease.epoch="
+	else
+		env -u PGOPTIONS "$PGLEASE" -q run --lease "$lease" --ttl 2s -- env >"$TMP/env.all"
+		want="-c pg_lease.epoch="
+	fi
+	count=$(grep -c '^PGOPTIONS=' "$TMP/env.all" || true)
+	[ "$count" = 1 ] || fail "the job got $count PGOPTIONS entries (caller's: '$caller'): $(grep '^PGOPTIONS=' "$TMP/env.all" | paste -sd'|' -)"
+	got=$(sed -n 's/^PGOPTIONS=//p' "$TMP/env.all")
+	job_epoch=$(sed -n 's/^PGLEASE_EPOCH=//p' "$TMP/env.all")
+	[ "$got" = "$want$job_epoch" ] || fail "PGOPTIONS=$got (caller's: '$caller')"
+done
+pass "exactly one PGOPTIONS, carrying the epoch, for a job run without a shell"
+
 # 2. Released at exit: free at once, with a 'released' event for that epoch.
 [ "$(lease_holder "$lease")" = "" ] || fail "lease not released after the job"
 [ "$(sql "SELECT count(*) FROM lease_events WHERE name = '$lease' AND event = 'released' AND epoch = $epoch")" = 1 ] ||

@@ -1,7 +1,7 @@
 /// @file fake_downstream.hpp
 /// @brief A downstream database (extension 1.4) for the unit tests: its
 /// floors, and what the next raise does (latency on the fake clock, cut at
-/// the caller's deadline; unreachable).
+/// the caller's deadline; an answer that arrives late; unreachable).
 #pragma once
 
 #include "fake_clock.hpp"
@@ -34,6 +34,9 @@ public:
         if (floor > epoch)
             return false;
         floor = epoch;
+        // The raise committed in time, but its answer took this long to
+        // come back (a slow network, a cancel that arrived too late).
+        m_clock.advance(late_answer);
         return true;
     }
 
@@ -60,6 +63,7 @@ public:
 
     std::map<std::string, std::int64_t> floors;
     std::chrono::milliseconds latency{0};
+    std::chrono::milliseconds late_answer{0}; ///< after a raise that succeeded
     bool fail = false;
     int raises = 0;
     std::function<void()> before_raise;

@@ -118,6 +118,41 @@ TEST(election_downstream, a_raise_past_the_local_deadline_refuses_the_term) {
     EXPECT_FALSE(f.e.leading());
 }
 
+TEST(election_downstream, a_last_raise_that_returns_at_the_local_deadline_refuses_the_term) {
+    fixture f;
+    f.first.latency = 4s;
+    f.second.latency = 5s; // the last raise returns at 9 s: the local deadline itself
+    const auto events = f.e.step();
+    EXPECT_GT(f.second.floors["fake-store/jobs"], 0); // the raise itself went through
+    EXPECT_FALSE(has(events, election_event::kind::started_leading));
+    ASSERT_TRUE(has(events, election_event::kind::term_refused));
+    for (const auto& ev : events) {
+        if (ev.what == election_event::kind::term_refused) {
+            EXPECT_NE(ev.why.find("local deadline passed"), std::string::npos) << ev.why;
+        }
+    }
+    EXPECT_FALSE(f.e.leading());
+    EXPECT_FALSE(f.e.in_term());
+    const auto rec = f.record();
+    ASSERT_TRUE(rec.has_value());
+    EXPECT_FALSE(rec->valid); // released, not left to expire
+}
+
+TEST(election_downstream, a_last_raise_whose_answer_comes_after_the_local_deadline_refuses_the_term) {
+    fixture f;
+    f.second.latency = 8s;     // in time at the server (8 s < 9 s)...
+    f.second.late_answer = 2s; // ...but the answer arrives at 10 s
+    const auto events = f.e.step();
+    EXPECT_FALSE(has(events, election_event::kind::started_leading));
+    EXPECT_TRUE(has(events, election_event::kind::term_refused));
+    EXPECT_FALSE(f.e.leading());
+    // Just before the deadline is still in time.
+    fixture g;
+    g.second.latency = 8s;
+    g.second.late_answer = 999ms;
+    EXPECT_TRUE(has(g.e.step(), election_event::kind::started_leading));
+}
+
 TEST(election_downstream, a_floor_already_above_the_epoch_refuses_the_term) {
     fixture f;
     f.first.floors["fake-store/jobs"] = std::int64_t{1} << 60;

@@ -1,7 +1,8 @@
 /// @file test_elector_fake.cpp
 /// @brief pglease::elector's threads over the fake backend in real time:
-/// callbacks, release on stop, hand-over, fence-loss step-down, and the
-/// stop token firing at the local deadline while a call is stuck.
+/// callbacks, release on stop, hand-over, fence-loss step-down, the stop
+/// token firing at the local deadline while a call is stuck, and stop and
+/// yield_to giving the lease up only once the leader work has returned.
 #include "fake_backend.hpp"
 #include "pglease/elector.hpp"
 
@@ -98,6 +99,95 @@ TEST(elector_fake, leads_calls_back_and_releases_on_stop) {
     EXPECT_EQ(r.leaders.front(), "one");
     e.reset();
     EXPECT_EQ(r.stopped, 1); // exactly once
+}
+
+/// Leader work that winds down for @p wind_down after its stop token
+/// fired, then notes what the store says of the lease at the moment it
+/// returns: a release or handover made before that would show.
+struct winding_work {
+    winding_work(fake_store& s, std::chrono::milliseconds d)
+        : store{s}
+        , wind_down{d} {}
+
+    fake_store& store;
+    std::chrono::milliseconds wind_down;
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool returned = false;
+    std::int64_t epoch = 0;
+    pglease::testing::lease_row row_at_return;
+
+    elector_callbacks callbacks() {
+        elector_callbacks c;
+        c.on_started_leading = [this](std::int64_t e, const stop_token& stop) {
+            {
+                const std::lock_guard lock{mutex};
+                epoch = e;
+            }
+            cv.notify_all();
+            stop.wait();
+            std::this_thread::sleep_for(wind_down); // e.g. flushing, closing files
+            const pglease::testing::lease_row row = store.row("winding");
+            {
+                const std::lock_guard lock{mutex};
+                row_at_return = row;
+                returned = true;
+            }
+            cv.notify_all();
+        };
+        c.on_stopped_leading = [] {};
+        return c;
+    }
+
+    bool wait_started() {
+        std::unique_lock lock{mutex};
+        return cv.wait_for(lock, 3000ms, [&] { return epoch != 0; });
+    }
+};
+
+/// ttl 3 s: the wind-down (300 ms) is far inside the lease, so the row at
+/// the work's return shows only what the elector did, never an expiry.
+elector_config winding_config(winding_work& w) {
+    elector_config c;
+    c.lease_name = "winding";
+    c.identity = "one";
+    c.ttl = 3000ms;
+    c.renew_deadline = 2000ms;
+    c.retry_period = 200ms;
+    c.callbacks = w.callbacks();
+    return c;
+}
+
+TEST(elector_fake, stop_releases_only_after_the_leader_work_returned) {
+    fake_store store{system_clock()};
+    winding_work w{store, 300ms};
+    auto e = std::make_unique<elector>(winding_config(w), std::make_unique<fake_backend>(store));
+    e->start();
+    ASSERT_TRUE(w.wait_started());
+    e->stop();
+    const std::lock_guard lock{w.mutex};
+    ASSERT_TRUE(w.returned);
+    EXPECT_EQ(w.row_at_return.holder, "one") << "released while the leader work still ran";
+    EXPECT_EQ(w.row_at_return.epoch, w.epoch);
+    EXPECT_EQ(store.row("winding").holder, ""); // released once it returned
+}
+
+TEST(elector_fake, yield_to_hands_over_only_after_the_leader_work_returned) {
+    fake_store store{system_clock()};
+    winding_work w{store, 300ms};
+    elector e{winding_config(w), std::make_unique<fake_backend>(store)};
+    e.start();
+    ASSERT_TRUE(w.wait_started());
+    const handover_result r = e.yield_to("two");
+    ASSERT_TRUE(r.ok()) << r.message;
+    {
+        const std::lock_guard lock{w.mutex};
+        ASSERT_TRUE(w.returned);
+        EXPECT_EQ(w.row_at_return.holder, "one") << "handed over while the leader work still ran";
+        EXPECT_EQ(w.row_at_return.epoch, w.epoch);
+    }
+    EXPECT_EQ(store.row("winding").holder, "two");
+    EXPECT_EQ(store.row("winding").epoch, r.new_epoch);
 }
 
 TEST(elector_fake, one_leader_at_a_time_and_quick_handover_on_release) {

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <set>
 
 namespace pglease {
@@ -274,6 +276,59 @@ TEST(group_member, callbacks_start_and_stop_every_shard) {
     for (int i = 0; i < 4; ++i)
         EXPECT_EQ(store.row("pglease:group/orders/shard/orders/" + std::to_string(i)).holder, "")
             << "released on stop";
+}
+
+TEST(group_member, a_shard_s_stop_token_follows_renewals) {
+    // Real time (a member's stop tokens run on the system clock, whatever
+    // the member's own clock): ttl 1 s, renewed about every 330 ms.
+    lease_store store{system_clock()};
+    std::mutex mutex;
+    std::map<std::string, std::pair<std::int64_t, stop_token>> tokens; ///< of the latest term
+    auto cfg = config("a", 2);
+    cfg.ttl = 1000ms;
+    cfg.renew_deadline = 700ms;
+    cfg.retry_period = 200ms;
+    cfg.callbacks.on_shard_started = [&](const std::string& shard, std::int64_t epoch,
+                                         stop_token stop) {
+        {
+            const std::lock_guard lock{mutex};
+            tokens[shard] = {epoch, stop};
+        }
+        stop.wait();
+    };
+    group_member m{cfg, store.connect(), system_clock()};
+    m.start();
+    const auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < 2000; ++i) {
+        {
+            const std::lock_guard lock{mutex};
+            if (tokens.size() == 2U)
+                break;
+        }
+        std::this_thread::sleep_for(5ms);
+    }
+    // Three ttls: a token that fired must be of a shard the member no
+    // longer holds under that epoch (a loss on a loaded machine is fine).
+    std::string fired_while_held;
+    while (std::chrono::steady_clock::now() < started + 3s && fired_while_held.empty()) {
+        {
+            const std::lock_guard lock{mutex};
+            for (const auto& [shard, term] : tokens) {
+                if (!term.second.stop_requested())
+                    continue;
+                try {
+                    if (m.token(shard).epoch == term.first)
+                        fired_while_held = shard;
+                } catch (const lease_lost&) {
+                    // not held: the token was right to fire
+                }
+            }
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(fired_while_held, "") << "its stop token fired while the member held it";
+    EXPECT_EQ(m.owned_shards().size(), 2U);
+    m.stop();
 }
 
 TEST(group_member, a_shard_s_stop_token_fires_at_its_local_deadline) {

@@ -93,6 +93,39 @@ TEST(lease_set_state, the_stop_token_stops_at_the_local_deadline_without_any_ste
     EXPECT_LT(store.clock().now(), start + 15s); // before the store's expiry
 }
 
+TEST(lease_set_state, the_stop_token_follows_renewals_and_fires_only_once_the_lease_is_lost) {
+    lease_store store;
+    hand_set a{store, "a", 3};
+    const auto events = a.state.step();
+    ASSERT_EQ(events.size(), 3U);
+    const std::string name = events.front().name;
+    const stop_token token = events.front().stop;
+    // A minute of renewals (every 5 s): the first local deadline (14 s) is
+    // long gone, but the lease is renewed, so its work must not be told to stop.
+    const auto start = store.clock().now();
+    while (store.clock().now() < start + 60s) {
+        store.advance(std::max(a.state.next_step() - store.clock().now(), clock::duration{1ms}));
+        EXPECT_TRUE(a.step_and_finish().empty());
+        ASSERT_TRUE(a.state.held(name));
+        ASSERT_FALSE(token.stop_requested())
+            << "stop token fired while the lease was held, "
+            << std::chrono::duration_cast<std::chrono::seconds>(store.clock().now() - start).count()
+            << " s after the acquire";
+    }
+    EXPECT_GE(a.state.renew_rounds(), 11U);
+    // Renewals fail from now on: the token fires when the lease is lost
+    // (the renew deadline), not before.
+    a.db.fail = true;
+    const auto deadline = a.state.grant(name)->deadline();
+    while (a.state.held(name) && store.clock().now() < deadline + 1s) {
+        EXPECT_FALSE(token.stop_requested());
+        store.advance(std::max(a.state.next_step() - store.clock().now(), clock::duration{1ms}));
+        (void)a.step_and_finish();
+    }
+    EXPECT_FALSE(a.state.held(name));
+    EXPECT_TRUE(token.stop_requested());
+}
+
 TEST(lease_set_state, a_failed_renew_keeps_the_deadline_and_a_later_one_extends_it) {
     lease_store store;
     hand_set a{store, "a", 5};

@@ -1,7 +1,8 @@
 /// @file test_pg_elector.cpp
 /// @brief The elector against the real server: failover when the leader's
 /// process dies, a paused (SIGSTOPped) leader, a killed renew session,
-/// hand-over on stop, and step-down on a fence rejection.
+/// hand-over on stop, step-down on a fence rejection, and a stopping
+/// leader's wind-down writes passing (released only after its work returned).
 #include "pg_fixture.hpp"
 #include "pglease/elector.hpp"
 #include "pglease/error.hpp"
@@ -253,6 +254,48 @@ TEST_F(pg_elector, stop_releases_and_a_follower_leads_at_once) {
     std::cout << "[ timing ] leader stop (release) -> follower leads: " << took.count()
               << " ms (retry period 1000 ms)\n";
     EXPECT_LT(took, 900ms) << "the follower waited for its timer, not the NOTIFY";
+}
+
+TEST_F(pg_elector, stop_releases_only_after_the_leader_work_returned) {
+    const auto name = unique_name("winding");
+    const auto table = unique_name("winding_tbl");
+    make_fenced_table(table, name);
+    std::atomic<std::int64_t> epoch{0};
+    std::atomic<bool> returned{false};
+    std::string outcome = "not run"; // of the work's last write; read after stop()
+    std::string holder_at_return;
+    observer o;
+    auto cfg = short_config(name, o, "winding-leader");
+    cfg.callbacks.on_started_leading = [&](std::int64_t e, const stop_token& stop) {
+        epoch = e;
+        pqxx::connection app{""};
+        stop.wait();
+        // Winding down: the last write of the term, after the stop was asked
+        // for. The lease is still this term's until the work returns.
+        std::this_thread::sleep_for(300ms);
+        try {
+            run_fenced(app, fence_token{name, e, {}}, [&](pqxx::work& tx) {
+                tx.exec0("INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('last')");
+            });
+            outcome = "committed";
+        } catch (const std::exception& ex) {
+            outcome = ex.what();
+        }
+        pqxx::nontransaction q{app};
+        holder_at_return =
+            q.exec_params1("SELECT coalesce(holder, '') FROM leases WHERE name = $1", name)[0]
+                .as<std::string>();
+        returned = true;
+    };
+    auto e = std::make_unique<elector>(cfg);
+    e->start();
+    ASSERT_TRUE(eventually([&] { return epoch.load() != 0; }, 5s));
+    const std::string identity = e->identity();
+    e->stop();
+    ASSERT_TRUE(returned.load());
+    EXPECT_EQ(outcome, "committed") << "the wind-down write was refused: released too early";
+    EXPECT_EQ(holder_at_return, identity);
+    EXPECT_EQ(lease_status(name).holder, ""); // released once the work returned
 }
 
 TEST_F(pg_elector, fence_rejection_ends_the_term_at_once) {

@@ -2,8 +2,9 @@
 /// @brief run_fenced()'s own deadline against the real server, whose
 /// backend is frozen for real (SIGSTOP: no reply, no TCP reset): the call
 /// returns within its bound, with connection_lost / lease_evicted when cut
-/// before COMMIT and commit_unknown when cut during COMMIT; a lease renewed
-/// meanwhile moves the bound.
+/// before COMMIT and commit_unknown when cut during COMMIT; a callable whose
+/// client-side work outlasts the bound is rolled back, no COMMIT sent; a
+/// lease renewed meanwhile moves the bound.
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/fence.hpp"
@@ -128,6 +129,44 @@ TEST_F(pg_fenced_deadline, a_frozen_backend_before_commit_is_cut_at_the_timeout_
     EXPECT_TRUE(backend_gone(pid));
     EXPECT_EQ(rows(), 0);
     // The connection reopens at its next use.
+    run_fenced(app, l.token(), [&](pqxx::transaction_base& tx) { tx.exec0(insert("after")); });
+    EXPECT_EQ(rows(), 1);
+}
+
+TEST_F(pg_fenced_deadline, a_bound_that_passed_during_client_side_work_sends_no_commit) {
+    pq_backend db{env_options("deadline-holder")};
+    lease_options o;
+    o.ttl = 60s; // valid throughout: only the bound can refuse the COMMIT
+    lease l{db, m_name, o};
+    ASSERT_TRUE(l.acquire());
+    pqxx::connection app{"application_name=deadline-client-work"};
+    constexpr ms timeout{500};
+
+    // The callable's statements are done in time; then it works on the
+    // client (no statement in flight, so no cancel can end it) until just
+    // past the bound, well before the watchdog would shut the socket.
+    std::string outcome = "returned";
+    const auto start = steady::now();
+    try {
+        run_fenced(
+            app, l.token(),
+            [&](pqxx::transaction_base& tx) {
+                tx.exec0(insert("client-work"));
+                std::this_thread::sleep_until(start + timeout + 50ms);
+            },
+            timeout);
+    } catch (const connection_lost& e) {
+        outcome = "connection_lost";
+        std::cout << "[ info ] connection_lost after " << since(start).count()
+                  << " ms: " << e.what() << "\n";
+    } catch (const commit_unknown& e) {
+        outcome = std::string{"commit_unknown: "} + e.what();
+    } catch (const std::exception& e) {
+        outcome = std::string{"unexpected: "} + e.what();
+    }
+    EXPECT_EQ(outcome, "connection_lost") << "a COMMIT was sent after the bound";
+    EXPECT_EQ(rows(), 0);
+    // Nothing is left open on the session: the next transaction commits.
     run_fenced(app, l.token(), [&](pqxx::transaction_base& tx) { tx.exec0(insert("after")); });
     EXPECT_EQ(rows(), 1);
 }

@@ -3,11 +3,13 @@
 /// statement (one transaction) per cycle; two sets competing for the same
 /// names never both hold one; a set cut off from the server steps down
 /// before its leases expire there, then acquires them again; fenced work on
-/// one lease of a set; a lease released elsewhere is taken at its NOTIFY.
+/// one lease of a set; a lease released elsewhere is taken at its NOTIFY;
+/// a held lease's stop token follows its renewals.
 #include "pg_fixture.hpp"
 #include "pglease/lease_set.hpp"
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -88,6 +90,43 @@ TEST_F(pg_lease_set, a_thousand_leases_are_renewed_by_one_statement_per_cycle) {
     EXPECT_EQ(set.release_rounds(), 1U);
     EXPECT_EQ(valid_for(prefix, "holder-a"), 0);
     EXPECT_EQ(writers(prefix).first, 1) << "the releases were not one transaction";
+}
+
+TEST_F(pg_lease_set, a_held_lease_s_stop_token_follows_renewals) {
+    const std::string prefix = unique_name("ls_token");
+    const auto names = numbered(prefix, 4);
+    std::mutex mutex;
+    std::map<std::string, std::pair<std::int64_t, stop_token>> tokens; ///< of the latest term
+    auto cfg = fast_config("holder-t", names, unique_name("ls_token_app"));
+    cfg.callbacks.on_acquired = [&](const std::string& name, std::int64_t epoch,
+                                    stop_token stop) {
+        const std::lock_guard lock{mutex};
+        tokens[name] = {epoch, std::move(stop)};
+    };
+    lease_set set{cfg};
+    set.start();
+    ASSERT_TRUE(eventually(
+        [&] {
+            const std::lock_guard lock{mutex};
+            return tokens.size() == 4U;
+        },
+        10s));
+    // Three ttls (each lease's first local deadline is under 3 s away):
+    // every token fired must be of a lease the set no longer holds.
+    std::string fired_while_held;
+    const auto until = std::chrono::steady_clock::now() + 9s;
+    while (std::chrono::steady_clock::now() < until && fired_while_held.empty()) {
+        {
+            const std::lock_guard lock{mutex};
+            for (const auto& [name, term] : tokens)
+                if (term.second.stop_requested() && set.held(name) &&
+                    set.epoch(name) == term.first)
+                    fired_while_held = name;
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_EQ(fired_while_held, "") << "its stop token fired while the set held it";
+    EXPECT_GE(set.renew_rounds(), 5U);
 }
 
 TEST_F(pg_lease_set, two_sets_over_the_same_names_never_both_hold_one) {

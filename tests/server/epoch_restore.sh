@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Epochs never go back (SPEC "Changes in 1.5"), also where the WAL timeline,
-# the epochs' high bits, starts again at 1: a dump and restore onto a new
-# cluster, pg_upgrade, pg_resetwal.  The store is first moved to timeline 2
+# the epochs' high bits, starts again at 1 (a dump and restore onto a new
+# cluster, pg_upgrade, pg_resetwal) and where an older dump brings back an
+# older counter (restored on the same cluster).  The store is first moved to timeline 2
 # (a promotion), so its epochs are above anything timeline 1 alone gives.
 # After each move the first grant succeeds at once (the history's ids were
 # dumped too) and its epoch is above every epoch recorded before; and a
-# standby of the restored cluster, promoted before it saw the first grant's
-# move of the mark, still issues epochs above that grant's.  (pg_resetwal
+# standby of the restored (or upgraded) cluster, promoted before it saw the
+# first grant's move of the mark, still issues epochs above that grant's.  (pg_resetwal
 # of PostgreSQL 15 never lowers the timeline; it is tried all the same.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,11 +44,24 @@ check "its newest epoch ($old_max) is of era 2" test "$(era "$old_max")" = 2
 dump=$(pg_cluster_dir old)/store.dump
 pg_as_owner "$PG_BIN/pg_dump" -Fc -f "$dump" -h 127.0.0.1 -p "$PGPORT" -U postgres postgres
 
+# --- the dump restored in place, on the same system and timeline -----------
+# the store goes on granting after the dump; the older dump is restored
+# into a database of the same cluster: its counter is behind
+dump_max=$old_max
+for i in 4 5 6; do grant sched "a$i" >/dev/null; done
+live_max=$(max_epoch)
+q "CREATE DATABASE copy" >/dev/null
+pg_as_owner "$PG_BIN/pg_restore" -d copy -h 127.0.0.1 -p "$PGPORT" -U postgres "$dump"
+e_copy=$(PGDATABASE=copy grant sched copy)
+check "restored on the same system, the first epoch ($e_copy) is above every epoch the store issued after the dump ($live_max)" \
+	test "$e_copy" -gt "$live_max"
+old_max=$live_max
+
 # --- dump and restore onto a new cluster (timeline 1) -----------------------
 pg_cluster_start new
 pg_as_owner "$PG_BIN/pg_restore" -d postgres -h 127.0.0.1 -p "$PGPORT" -U postgres "$dump"
 check "the new cluster is on timeline 1" test "$(timeline)" = 1
-check "the restored history is there" test "$(max_epoch)" = "$old_max"
+check "the restored history is there" test "$(max_epoch)" = "$dump_max"
 # its standby, stopped before the first grant: it never sees the mark move
 pg_cluster_basebackup standby new
 pg_cluster_use new
@@ -93,8 +107,18 @@ up=$(pg_cluster_dir upgraded)
 	{ tail -30 "$up/pg_upgrade.log" >&2; exit 1; }
 pg_cluster_start upgraded
 check "the upgraded cluster is on timeline 1" test "$(timeline)" = 1
-check "the upgraded store kept its history" test "$(max_epoch)" = "$old_max"
+check "the upgraded store kept its history" test "$(max_epoch)" = "$live_max"
+# its standby, stopped before the first grant (pg_upgrade keeps the tables'
+# oids but not the system identifier)
+pg_cluster_basebackup upstandby upgraded
+pg_cluster_use upgraded
 e_upgraded=$(grant sched upgraded)
 check "the first epoch after pg_upgrade ($e_upgraded) is above every earlier one ($old_max)" test "$e_upgraded" -gt "$old_max"
+pg_cluster_stop upgraded immediate
+pg_cluster_start upstandby
+promote upstandby
+e_upstandby=$(grant sched upstandby)
+check "the upgraded store's standby, promoted without the mark's move, issues a larger epoch ($e_upstandby > $e_upgraded)" \
+	test "$e_upstandby" -gt "$e_upgraded"
 
 finish
