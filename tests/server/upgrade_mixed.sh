@@ -161,6 +161,9 @@ check "... and no eviction names them" \
 	test "$(q "SELECT count(*) FROM lease_events WHERE event = 'evict' AND pid IN ($others)")" = 0
 
 # --- a 1.3 writer stalls; a 1.2 takeover must end it too ---------------------
+# b's grant, valid for a whole ttl from here (the same epoch extended, or a
+# new one if the checks above took longer than the ttl)
+epoch2=$(q "SELECT epoch FROM lease_acquire('mx', 'b', '${ttl}s') WHERE acquired")
 psql -X -q -A -t >"$work/n1.out" 2>&1 <<SQL &
 SELECT pg_backend_pid() \g $work/n1.pid
 BEGIN;
