@@ -218,6 +218,10 @@ func Ops(f *Flags, open func(i int) func() bool) {
 	for i := range runs {
 		runs[i] = open(i)
 	}
+	per := 1
+	if f.Op == "keepalive" {
+		per = f.Window // one round trip renews Window leases: counted per lease
+	}
 	var began time.Time
 	for i := 0; i < f.Clients; i++ {
 		wg.Add(1)
@@ -233,7 +237,7 @@ func Ops(f *Flags, open func(i int) func() bool) {
 					}
 					continue
 				}
-				counts[i]++
+				counts[i] += per
 			}
 		}(i)
 	}
