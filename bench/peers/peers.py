@@ -403,7 +403,8 @@ class Bench:
         def window(a, b):  # CPU seconds over the window, of processes there at both ends
             return sum(v - a[pid] for pid, v in b.items() if pid in a)
         w = t_held - t_granted
-        r = {"leases": total, "expired": sum(int(h[5]) for h in held), "client_gave_up": sum(int(h[3]) for h in held),
+        r = {"leases": total, "expired": sum(int(h[5]) for h in held),
+             "expired_by_process": [int(h[5]) for h in held if int(h[5])], "client_gave_up": sum(int(h[3]) for h in held),
              "grant_s": t_granted - t0, "server_cpu_grant_s": window(u0[0], u1[0]) + sum(
                  v for pid, v in u1[0].items() if pid not in u0[0]),
              "server_cores_hold": window(u1[0], u2[0]) / w, "clients_cores_hold": window(k1, k2) / w,

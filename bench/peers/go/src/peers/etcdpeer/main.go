@@ -259,7 +259,7 @@ func many(f *common.Flags) {
 	var closed, answers int64
 	var wg sync.WaitGroup
 	for i := 0; i < f.Leases/per; i++ {
-		c, cc := context.WithTimeout(ctx, 10*time.Second)
+		c, cc := context.WithTimeout(ctx, 30*time.Second) // bound: 100 processes granting at once
 		g, err := cli.Grant(c, ttl)
 		cc()
 		if err != nil {
