@@ -421,7 +421,7 @@ class Bench:
             r.update({"cycles": len(cycles), "cycle_p50_ms": pct(cycles, .5), "cycle_p99_ms": p99,
                       "headroom": parse_s(MANY_TTL) * 1000 / 3 / p99})
         print(f"  many {variant} run {run}: {total} {'keys' if per > 1 else 'leases'} by {procs} "
-              f"{'sessions' if system == 'zookeeper' else 'processes'}{f' ({per} keys a lease)' if per > 1 else ''}, "
+              f"{'sessions' if system == 'zookeeper' else 'processes'}{f' ({per} keys a lease)' if per > 1 else ''}"
               f"{'; NOT GRANTED ' + str(r['not_granted']) if not_granted else ''}, "
               f"expired at the server {r['expired']} (client gave up on {r['client_gave_up']}); granted in {r['grant_s']:.1f} s "
               f"({r['server_cpu_grant_s']:.1f} server CPU s); holding, over {w:.0f} s: server {r['server_cores_hold']:.3f} cores, "
