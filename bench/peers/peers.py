@@ -58,6 +58,8 @@ class Peer:
         """The fields of the first line starting with word (None on timeout or exit)."""
         if word in self.seen:
             return self.seen[word]
+        if "EOF" in self.seen:  # the process is gone: no wait (many clients, one by one)
+            return None
         end = time.time() + timeout
         while time.time() < end:
             try:
