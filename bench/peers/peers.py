@@ -58,6 +58,8 @@ class Peer:
         """The fields of the first line starting with word (None on timeout or exit)."""
         if word in self.seen:
             return self.seen[word]
+        if "EOF" in self.seen:  # the process is gone: no wait (many clients, one by one)
+            return None
         end = time.time() + timeout
         while time.time() < end:
             try:
@@ -201,20 +203,37 @@ class Bench:
         return took
 
     # ---- a paused leader's writes -----------------------------------------
-    def stale(self, system, pause, guard, run=0):
-        """A leader writing into a PostgreSQL table is paused past its ttl
-        (SIGSTOP from outside at any point of its loop, or by itself between
-        its check and its write), a new leader is elected and writes, the old
-        one resumes: how many of its writes the table accepted after the new
-        leader's first."""
-        case = f"{system}-{pause}{'-guard' if guard else ''}"
+    def commit_order_setup(self):
+        """Rows in commit order: a deferred trigger takes one advisory lock
+        at commit and numbers the row; the lock is held until the commit is
+        visible, so the numbers follow the commits (insert times do not)."""
+        self.psql("CREATE SEQUENCE IF NOT EXISTS peers_commit_seq; "
+                  "CREATE TABLE IF NOT EXISTS peers_commit_order (tbl regclass, id bigint, seq bigint); "
+                  "CREATE OR REPLACE FUNCTION peers_commit_order() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                  "PERFORM pg_advisory_xact_lock(7333001); "
+                  "INSERT INTO peers_commit_order VALUES (TG_RELID, NEW.id, nextval('peers_commit_seq')); "
+                  "RETURN NULL; END $$")
+
+    def stale(self, system, pause, mode, run=0):
+        """A leader writing is paused past its ttl (SIGSTOP from outside at
+        any point of its loop, or by itself between its check and its
+        write), a new leader is elected and writes, the old one resumes: how
+        many of its writes were committed after the new leader's first, in
+        commit order. mode: client (its client's word that it leads),
+        guard (and a check at the peer before each write to PostgreSQL),
+        fence (the writes go into the peer, fenced there)."""
+        case = f"{system}-{pause}{'' if mode == 'client' else '-' + mode}"
         table = "w_" + case.replace("-", "_") + f"_{run}"
         name = f"stale-{case}-{run}-{os.getpid()}"
         self.psql(f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
-                  f"writer text NOT NULL, seq int NOT NULL, token bigint, epoch bigint, at timestamptz NOT NULL DEFAULT clock_timestamp())")
+                  f"writer text NOT NULL, seq int NOT NULL, token bigint, epoch bigint, at timestamptz NOT NULL DEFAULT clock_timestamp()); "
+                  f"CREATE CONSTRAINT TRIGGER commit_order AFTER INSERT ON {table} DEFERRABLE INITIALLY DEFERRED "
+                  f"FOR EACH ROW EXECUTE FUNCTION peers_commit_order()")
         if system == "pg_lease":
             self.psql(f"SELECT lease_fence('{table}', '{name}')")
-        extra = ["-table", table] + (["-guard"] if guard else [])
+        extra = ["-table", table] + {"client": [], "guard": ["-guard"], "fence": ["-fence"]}[mode]
+        written = (lambda who: int(self.psql(f"SELECT count(*) FROM {table} WHERE writer = '{who}'"))) \
+            if mode != "fence" else None
         old = self.elector(system, name, "old", *extra, *(["-pause-at", "40"] if pause == "self" else []))
         if not old.wait_for("LEADER", 60):
             old.fail("no LEADER")
@@ -229,15 +248,21 @@ class Bench:
                 time.sleep(0.01)
         else:
             end = time.time() + 30
-            while int(self.psql(f"SELECT count(*) FROM {table} WHERE writer = 'old'")) < 20 and time.time() < end:
-                time.sleep(0.05)
+            if written:
+                while written("old") < 20 and time.time() < end:
+                    time.sleep(0.05)
+            else:
+                time.sleep(0.3)  # about 40 writes at 5 ms
             old.signal(signal.SIGSTOP)
         stopped = now_us()
         if not new.wait_for("LEADER", 30):
             new.fail("no LEADER while the old one is paused")
         end = time.time() + 10
-        while int(self.psql(f"SELECT count(*) FROM {table} WHERE writer = 'new'")) < 1 and time.time() < end:
-            time.sleep(0.02)
+        if written:
+            while written("new") < 1 and time.time() < end:
+                time.sleep(0.02)
+        else:
+            time.sleep(0.2)
         resumed = now_us()
         old.signal(signal.SIGCONT)
         done = old.wait_for("STOPPED_WRITING", 10)
@@ -245,11 +270,20 @@ class Bench:
         time.sleep(0.2)
         # counted while the new leader still leads (a pg_lease elector that
         # stepped down campaigns again and would lead, legitimately, after it)
-        row = self.psql(
-            f"SELECT count(*) FILTER (WHERE writer = 'old' AND at > n.first), count(*) FILTER (WHERE writer = 'old'), "
-            f"count(*) FILTER (WHERE writer = 'new') FROM {table}, "
-            f"(SELECT min(at) AS first FROM {table} WHERE writer = 'new') n")
-        accepted, old_rows, new_rows = (int(x) for x in row.split("|"))
+        if mode == "fence":
+            audit = self.peer(system, "audit", "audit", "-name", name)
+            got = audit.wait_for("AUDIT", 60)
+            audit.stop()
+            if not got:
+                audit.fail("no AUDIT")
+            accepted, old_rows, new_rows = (int(x) for x in got[1:4])
+        else:
+            row = self.psql(
+                f"WITH o AS (SELECT w.writer, c.seq FROM {table} w JOIN peers_commit_order c "
+                f"ON c.tbl = '{table}'::regclass AND c.id = w.id) "
+                f"SELECT count(*) FILTER (WHERE writer = 'old' AND seq > (SELECT min(seq) FROM o WHERE writer = 'new')), "
+                f"count(*) FILTER (WHERE writer = 'old'), count(*) FILTER (WHERE writer = 'new') FROM o")
+            accepted, old_rows, new_rows = (int(x) for x in row.split("|"))
         refused = old.seen.get("WRITE_REFUSED")
         old.signal(signal.SIGKILL)
         new.resign()
@@ -261,7 +295,8 @@ class Bench:
              "old_refused": " ".join(refused[2:]) if refused else None,
              "old_stopped_after_ms": (int(done[1]) - resumed) / 1000.0 if done else None,
              "old_lost_after_ms": (int(lost[1]) - resumed) / 1000.0 if lost else None}
-        print(f"  stale {case}: {accepted} of the old leader's writes accepted after the new leader's first "
+        where = "in the peer's commit order" if mode == "fence" else "in PostgreSQL's commit order"
+        print(f"  stale {case}: {accepted} of the old leader's writes committed after the new leader's first, {where} "
               f"(paused {r['paused_ms']:.0f} ms; old stopped writing {r['old_stopped_after_ms']} ms after resuming"
               f"{'; refused: ' + r['old_refused'] if refused else ''})", flush=True)
         self.results["stale"].setdefault(case, []).append(r)
@@ -313,52 +348,99 @@ class Bench:
                 pass
         return cpu, pss, rss
 
-    def many(self, system, procs, leases, hold):
+    def client_cpu(self, ps):
+        """CPU seconds of the running peer processes (all their threads)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        cpu = {}
+        for p in ps:
+            try:
+                with open(f"/proc/{p.proc.pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                cpu[p.proc.pid] = (int(fields[11]) + int(fields[12])) / tick
+            except OSError:
+                pass
+        return cpu
+
+    def many(self, variant, procs, leases, hold, run):
+        """procs clients hold leases each; once all are granted they are held
+        hold seconds (longer than the ttl: every lease must have been renewed
+        to survive), the server's and the clients' CPU measured over that
+        same window, then each client asks its server which are gone."""
+        system, per = (variant, 1) if variant != "etcd-keys" else ("etcd", leases)
         c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         u0 = self.server_usage(system)
         t0 = time.time()
         ps = []
+        bound = ["-hold", f"{hold + 240}s"]  # the driver ends the hold; this only bounds it
         if system == "zookeeper":
             # one JVM, `procs` sessions (100 JVMs would measure Java's footprint)
-            ps.append(self.peer(system, "many", "many", "-id", f"m{os.getpid()}", "-sessions", str(procs),
-                                "-leases", str(leases), "-ttl", MANY_TTL, "-hold", f"{hold}s"))
+            ps.append(self.peer(system, "many", "many", "-id", f"m{os.getpid()}-{run}", "-sessions", str(procs),
+                                "-leases", str(leases), "-ttl", MANY_TTL, *bound))
         else:
             for i in range(procs):
-                ps.append(self.peer(system, "many", f"many {i}", "-id", f"m{os.getpid()}-{i}",
-                                    "-leases", str(leases), "-ttl", MANY_TTL, "-hold", f"{hold}s"))
+                ps.append(self.peer(system, "many", f"many {i}", "-id", f"m{os.getpid()}-{run}-{i}",
+                                    "-leases", str(leases), "-ttl", MANY_TTL, "-per-lease", str(per), *bound))
         granted = [p.wait_for("GRANTED", 300) for p in ps]
-        if not all(granted):
-            ps[granted.index(None)].fail("not granted")
+        # a client that could not get its leases within its bound (it exits)
+        # is counted, not hidden; the others go on
+        not_granted = [p for p, g in zip(ps, granted) if not g]
+        for p in not_granted:
+            print(f"  many {variant} run {run}: {p.label} not granted: {' | '.join(p.err[-2:])}", flush=True)
+        ps = [p for p, g in zip(ps, granted) if g]
+        if not ps:
+            raise RuntimeError(f"many {variant}: no client was granted its leases")
         t_granted = time.time()
-        u1 = self.server_usage(system)
-        # every process holds until at least t0 + hold: the server's CPU over
-        # that window, process by process (a backend gone before the end
-        # would take its CPU time with it)
-        time.sleep(max(1.0, t0 + hold - 2 - time.time()))
+        u1, k1 = self.server_usage(system), self.client_cpu(ps)
+        time.sleep(hold)
         t_held = time.time()
-        u2 = self.server_usage(system)
-        held = [p.wait_for("HELD", hold + 120) for p in ps]
+        u2, k2 = self.server_usage(system), self.client_cpu(ps)
+        for p in ps:
+            p.resign()
+        cycles = []
+        if system == "pg_lease":
+            for p in ps:
+                c = p.wait_for("CYCLES", 120)
+                cycles += [int(x) / 1000.0 for x in (c or [])[1:]]
+        held = [p.wait_for("HELD", 180) for p in ps]
         if not all(held):
             ps[held.index(None)].fail("no HELD")
         for p in ps:
             p.stop(grace=120)
         c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        total = sum(int(h[1]) for h in held) if system != "zookeeper" else int(held[0][1])
-        lost = sum(int(h[3]) for h in held)
-        def cpu_delta(a, b):
-            return sum(v - a.get(pid, 0.0) for pid, v in b.items())
-        r = {"leases": total, "lost": lost, "grant_s": t_granted - t0,
-             "server_cpu_grant_s": cpu_delta(u0[0], u1[0]),
-             "server_cores_hold": sum(v - u1[0][pid] for pid, v in u2[0].items() if pid in u1[0]) / (t_held - t_granted),
-             "hold_window_s": t_held - t_granted,
-             "server_pss_mib": u2[1], "server_rss_mib": u2[2], "server_pss_before_mib": u0[1],
+        total = sum(int(h[1]) for h in held)
+        def window(a, b):  # CPU seconds over the window, of processes there at both ends
+            return sum(v - a[pid] for pid, v in b.items() if pid in a)
+        w = t_held - t_granted
+        r = {"leases": total, "not_granted": len(not_granted) * leases, "expired": sum(int(h[5]) for h in held),
+             "expired_by_process": [int(h[5]) for h in held if int(h[5])], "client_gave_up": sum(int(h[3]) for h in held),
+             "grant_s": t_granted - t0, "server_cpu_grant_s": window(u0[0], u1[0]) + sum(
+                 v for pid, v in u1[0].items() if pid not in u0[0]),
+             "server_cores_hold": window(u1[0], u2[0]) / w, "clients_cores_hold": window(k1, k2) / w,
+             "hold_window_s": w, "server_pss_mib": u2[1], "server_rss_mib": u2[2], "server_pss_before_mib": u0[1],
              "clients_cpu_s": (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)}
-        print(f"  many {system}: {total} leases by {procs} {'sessions' if system == 'zookeeper' else 'processes'}, "
-              f"lost {lost}; granted in {r['grant_s']:.1f} s ({r['server_cpu_grant_s']:.1f} server CPU s); server: "
-              f"{r['server_cores_hold']:.3f} cores while holding ({r['hold_window_s']:.0f} s), "
-              f"PSS {u2[1]:.0f} MiB (before {u0[1]:.0f}), RSS {u2[2]:.0f} MiB; clients {r['clients_cpu_s']:.1f} CPU s",
-              flush=True)
-        self.results["many"][system] = r
+        if cycles:
+            p99 = pct(cycles, .99)
+            r.update({"cycles": len(cycles), "cycle_p50_ms": pct(cycles, .5), "cycle_p99_ms": p99,
+                      "headroom": parse_s(MANY_TTL) * 1000 / 3 / p99})
+        print(f"  many {variant} run {run}: {total} {'keys' if per > 1 else 'leases'} by {procs} "
+              f"{'sessions' if system == 'zookeeper' else 'processes'}{f' ({per} keys a lease)' if per > 1 else ''}"
+              f"{'; NOT GRANTED ' + str(r['not_granted']) if not_granted else ''}, "
+              f"expired at the server {r['expired']} (client gave up on {r['client_gave_up']}); granted in {r['grant_s']:.1f} s "
+              f"({r['server_cpu_grant_s']:.1f} server CPU s); holding, over {w:.0f} s: server {r['server_cores_hold']:.3f} cores, "
+              f"clients {r['clients_cores_hold']:.3f} cores; PSS {u2[1]:.0f} MiB (before {u0[1]:.0f}), RSS {u2[2]:.0f} MiB; "
+              f"clients {r['clients_cpu_s']:.1f} CPU s in all"
+              + (f"; renew cycle p50 {r['cycle_p50_ms']:.0f} ms, p99 {r['cycle_p99_ms']:.0f} ms ({len(cycles)}), "
+                 f"headroom (ttl/3)/p99 {r['headroom']:.1f}x" if cycles else "") + f"; load {loadavg()}", flush=True)
+        self.results["many"].setdefault(variant, []).append(r)
+
+
+def parse_s(d):
+    return float(d[:-2]) / 1000 if d.endswith("ms") else float(d[:-1])
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
 
 
 SYSTEMS = ["pg_lease", "etcd", "zookeeper", "redis"]
@@ -366,6 +448,8 @@ OPS = {  # figure -> {system: op}; durable except Redis's and etcd's keepalive
     "cycle": {"pg_lease": "cycle", "etcd": "claim-delete", "zookeeper": "cycle", "redis": "cycle"},
     "grant-revoke": {"etcd": "grant-revoke"},
     "renew": {"pg_lease": "renew", "etcd": "txn", "zookeeper": "setdata", "redis": "renew"},
+    # counted per lease; both renew 100 leases a round trip (pg_lease
+    # lease_renew_many, one commit; etcd 100 requests pipelined on its stream)
     "keepalive": {"pg_lease": "renew-many", "etcd": "keepalive"},
     "keepalive-once": {"etcd": "keepalive-once"},
 }
@@ -394,32 +478,35 @@ def main():
     ap.add_argument("--pids", required=True, help="system=pid,... of the servers")
     ap.add_argument("--json", required=True)
     ap.add_argument("--only", default="failover,handover,stale,ops,many")
-    ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--stale-runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--stale-runs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--clients", default="1,4,16")
     ap.add_argument("--many-procs", type=int, default=100)
     ap.add_argument("--many-leases", type=int, default=1000)
-    ap.add_argument("--many-hold", type=float, default=40.0)
+    ap.add_argument("--many-hold", type=float, default=32.0, help="seconds held once all are granted (> ttl)")
+    ap.add_argument("--many-runs", type=int, default=3)
+    ap.add_argument("--many-variants", default="pg_lease,etcd,etcd-keys,zookeeper,redis")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     a = ap.parse_args()
     SYSTEMS[:] = [s for s in SYSTEMS if s in a.systems.split(",")]
     if a.smoke:
         a.runs, a.rounds, a.seconds, a.clients, a.stale_runs = 2, 1, 0.3, "2", 1
-        a.many_procs, a.many_leases, a.many_hold = 4, 50, 3.0
+        a.many_procs, a.many_leases, a.many_hold, a.many_runs = 4, 50, 3.0, 1
     a.pids = {k: int(v) for k, v in (x.split("=") for x in a.pids.split(","))}
     only = a.only.split(",")
     clients = [int(c) for c in a.clients.split(",")]
     b = Bench(a)
     b.results["settings"] = {"ttl": TTL, "retry": RETRY, "runs": a.runs, "stale_runs": a.stale_runs, "rounds": a.rounds,
                              "seconds": a.seconds, "clients": clients, "many_procs": a.many_procs,
-                             "many_leases": a.many_leases, "many_ttl": MANY_TTL, "many_hold_s": a.many_hold}
+                             "many_leases": a.many_leases, "many_ttl": MANY_TTL, "many_hold_s": a.many_hold,
+                             "many_runs": a.many_runs, "cpus": sorted(os.sched_getaffinity(0)), "load_start": loadavg()}
     try:
         for kind in ("failover", "handover"):
             if kind not in only:
                 continue
-            print(f"{kind}: {a.runs} runs per system, ttl {TTL}, retry {RETRY}", flush=True)
+            print(f"{kind}: {a.runs} runs per system, ttl {TTL}, retry {RETRY}; load {loadavg()}", flush=True)
             for system in SYSTEMS:
                 took = b.moves(system, kind, a.runs)
                 b.results[kind][system] = took
@@ -428,18 +515,19 @@ def main():
                       f"{len(b.results[kind + '_failed'][system])} failed)", flush=True)
                 b.cleanup()
         if "stale" in only:
-            print("stale: a paused leader's writes", flush=True)
+            print(f"stale: a paused leader's writes; load {loadavg()}", flush=True)
+            b.commit_order_setup()
             for system in SYSTEMS:
                 for pause in (os.environ.get("PEERS_PAUSES") or "sigstop,self").split(","):
-                    guards = (False,) if system == "pg_lease" else (False, True)
+                    modes = ("client",) if system == "pg_lease" else ("client", "guard", "fence")
                     if a.smoke and system != "etcd":
-                        guards = (False,)  # the smoke: etcd's guard shows the guarded path works
-                    for guard in guards:
+                        modes = modes[:1] + modes[2:]  # the smoke: every fence; etcd's guard shows the guarded path works
+                    for mode in modes:
                         for run in range(a.stale_runs):
-                            b.stale(system, pause, guard, run)
+                            b.stale(system, pause, mode, run)
                             b.cleanup()
         if "ops" in only:
-            print(f"ops: {a.rounds} rounds of {a.seconds} s, order rotated per round", flush=True)
+            print(f"ops: {a.rounds} rounds of {a.seconds} s, order rotated per round; load {loadavg()}", flush=True)
             for c in clients:
                 for figure, per in OPS.items():
                     samples = {s: [] for s in per if s in SYSTEMS}
@@ -456,17 +544,34 @@ def main():
                               flush=True)
                 b.cleanup()
         if "many" in only:
-            print(f"many: {a.many_procs} x {a.many_leases} leases, ttl {MANY_TTL}, held {a.many_hold} s", flush=True)
-            for system in SYSTEMS:
-                b.many(system, a.many_procs, a.many_leases, a.many_hold)
-                b.cleanup()
+            variants = [v for v in a.many_variants.split(",") if (v if v != "etcd-keys" else "etcd") in SYSTEMS]
+            b.results["settings"]["many_variants"] = variants
+            print(f"many: {a.many_procs} x {a.many_leases} leases, ttl {MANY_TTL}, held {a.many_hold} s once all are granted, "
+                  f"{a.many_runs} runs, order rotated per run; load {loadavg()}", flush=True)
+            for run in range(a.many_runs):
+                order = variants[run % len(variants):] + variants[:run % len(variants)]
+                for v in order:
+                    b.many(v, a.many_procs, a.many_leases, a.many_hold, run)
+                    b.cleanup()
     finally:
         b.cleanup()
         with open(a.json, "w") as f:
             json.dump(b.results, f, indent=1)
+    b.results["settings"]["load_end"] = loadavg()
+    with open(a.json, "w") as f:
+        json.dump(b.results, f, indent=1)
     table(b.results, clients)
     if a.smoke:
         check(b.results, only, clients)
+
+
+def spread(xs, fmt="{:.1f}"):
+    """median (min-max, n runs): what the run gave, never only its best."""
+    if not xs:
+        return "-"
+    if len(xs) == 1:
+        return fmt.format(xs[0])
+    return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}-{fmt.format(max(xs))}, {len(xs)} runs)"
 
 
 def table(res, clients):
@@ -479,28 +584,41 @@ def table(res, clients):
                      (f" ({len(failed[s])} runs without a leader in 30 s)" if failed.get(s) else "")
                      for s in SYSTEMS]
             print(f"| {kind} p50 / p99 | " + " | ".join(cells) + " |")
+    what = {"": "the client's word that it leads, then a write to PostgreSQL",
+            "-guard": "a check at the peer, then a separate write to PostgreSQL (a check made in the client does not fence writes to PostgreSQL)",
+            "-fence": "the write into the peer itself, fenced there (etcd Txn on the leader key's revision, ZooKeeper multi(check, create), Redis script)"}
     for pause in ("sigstop", "self"):
-        for guard in ("", "-guard"):
+        for mode in ("", "-guard", "-fence"):
             cells = []
             for s in SYSTEMS:
-                rs = res["stale"].get(f"{s}-{pause}{guard}")
+                rs = res["stale"].get(f"{s}-{pause}{mode}")
                 cells.append(f"{sum(r['accepted_stale'] for r in rs)} of {len(rs)} pauses "
                              f"({', '.join(str(r['accepted_stale']) for r in rs)})" if rs else "-")
             if any(c != "-" for c in cells):
-                what = "paused by SIGSTOP" if pause == "sigstop" else "paused between its check and its write"
-                print(f"| stale writes accepted, {what}{', guarded at the peer' if guard else ''} | " + " | ".join(cells) + " |")
+                how = "paused by SIGSTOP" if pause == "sigstop" else "paused between its check and its write"
+                print(f"| stale writes committed after the new leader's first, {how}; {what[mode]} | " + " | ".join(cells) + " |")
     for figure, per in res["ops"].items():
         for c in clients:
             cells = []
             for s in SYSTEMS:
                 xs = per.get(s, {}).get(str(c))
-                cells.append(f"{statistics.median(xs):,.0f}/s" if xs else "-")
+                cell = f"{statistics.median(xs):,.0f}/s" if xs else "-"
+                if xs and figure == "keepalive":
+                    cell = f"{statistics.median(xs):,.0f} leases/s, {statistics.median(xs) / 100:,.0f} round trips/s"
+                cells.append(cell)
             print(f"| {figure}, {c} clients | " + " | ".join(cells) + " |")
-    for s in SYSTEMS:
-        r = res["many"].get(s)
-        if r:
-            print(f"| many: {s} | {r['leases']} leases, lost {r['lost']}, granted in {r['grant_s']:.1f} s, "
-                  f"server {r['server_cores_hold']:.3f} cores holding, PSS {r['server_pss_mib']:.0f} MiB |")
+    for v, rs in res["many"].items():
+        cells = [f"expired at the server {spread([r['expired'] for r in rs], '{:.0f}')}",
+                 f"not granted within the bound {spread([r.get('not_granted', 0) for r in rs], '{:.0f}')}",
+                 f"client gave up {spread([r['client_gave_up'] for r in rs], '{:.0f}')}",
+                 f"granted in {spread([r['grant_s'] for r in rs])} s",
+                 f"holding: server {spread([r['server_cores_hold'] for r in rs], '{:.3f}')} cores, "
+                 f"clients {spread([r['clients_cores_hold'] for r in rs], '{:.3f}')} cores",
+                 f"PSS {spread([r['server_pss_mib'] for r in rs], '{:.0f}')} MiB"]
+        if any("headroom" in r for r in rs):
+            cells.append(f"renew cycle p99 {spread([r['cycle_p99_ms'] for r in rs], '{:.0f}')} ms, "
+                         f"headroom {spread([r['headroom'] for r in rs])}x")
+        print(f"| many: {v} | " + "; ".join(cells) + " |")
 
 
 def check(res, only, clients):
@@ -514,15 +632,18 @@ def check(res, only, clients):
     if "stale" in only:
         for s in SYSTEMS:
             for pause in ("sigstop", "self"):
-                rs = res["stale"].get(f"{s}-{pause}")
-                if not rs or any(r["new_rows"] < 1 or r["old_rows"] < 1 for r in rs):
-                    bad.append(f"stale {s} {pause}: {rs}")
+                for mode in ("",) if s == "pg_lease" else ("", "-fence"):
+                    rs = res["stale"].get(f"{s}-{pause}{mode}")
+                    if not rs or any(r["new_rows"] < 1 or r["old_rows"] < 1 for r in rs):
+                        bad.append(f"stale {s} {pause}{mode}: {rs}")
         # the fence refuses every stale write: the one check on outcomes,
         # and it is pg_lease's guarantee, not a timing
-        for pause in ("sigstop", "self"):
-            for r in res["stale"].get(f"pg_lease-{pause}", []):
-                if r["accepted_stale"] != 0:
-                    bad.append(f"pg_lease accepted {r['accepted_stale']} stale writes ({pause})")
+        # (and each peer's own fence, for writes into that peer)
+        for s in SYSTEMS:
+            for pause in ("sigstop", "self"):
+                for r in res["stale"].get(f"{s}-{pause}{'' if s == 'pg_lease' else '-fence'}", []):
+                    if r["accepted_stale"] != 0:
+                        bad.append(f"{s} accepted {r['accepted_stale']} stale writes ({pause})")
     if "ops" in only:
         for figure, per in OPS.items():
             for s in (x for x in per if x in SYSTEMS):
@@ -531,10 +652,11 @@ def check(res, only, clients):
                     if not xs or min(xs) <= 0:
                         bad.append(f"ops {figure} {s} {c}: {xs}")
     if "many" in only:
-        for s in SYSTEMS:
-            r = res["many"].get(s)
-            if not r or r["leases"] <= 0:
-                bad.append(f"many {s}: {r}")
+        for v in res["settings"].get("many_variants", []):
+            rs = res["many"].get(v)
+            if not rs or any(r["leases"] <= 0 for r in rs):
+                bad.append(f"many {v}: {rs}")
+
     if bad:
         print("SMOKE FAILED:\n  " + "\n  ".join(bad))
         sys.exit(1)

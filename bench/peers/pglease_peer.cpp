@@ -12,8 +12,11 @@
 ///       cycle: lease_acquire + lease_release, each client cycling over 100
 ///       leases of its own; renew: lease_renew over 100 held leases;
 ///       renew-many: lease_renew_many of the 100 in one call (counts 100).
-///   pglease_peer many -pg CONNINFO -id ID -leases 1000 -ttl 30s -hold 40s
-///       one lease_set: one acquire_many, then one lease_renew_many per cycle.
+///   pglease_peer many -pg CONNINFO -id ID -leases 1000 -ttl 30s -hold 300s
+///       one lease_set: one acquire_many, then one lease_renew_many per cycle,
+///       until "resign" on stdin (or the bound); CYCLES: each renew round
+///       trip's send-to-reply time; HELD: "expired" counts the leases the
+///       server no longer shows as granted to us since the start.
 #include <pglease/elector.hpp>
 #include <pglease/error.hpp>
 #include <pglease/lease_set.hpp>
@@ -23,6 +26,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -73,8 +77,9 @@ std::string identity() {
     return get("id", "pg" + std::to_string(getpid()));
 }
 
-/// Blocks until "resign" (or EOF) on stdin, at most 120 s.
-void wait_resign() {
+/// Blocks until "resign" (or EOF) on stdin, at most `bound`; each (at most
+/// 50 ms apart) calls tick, so the wait can watch something.
+void wait_resign(ms bound = ms{120000}, const std::function<void()>& tick = {}) {
     std::atomic<bool> done{false};
     std::thread reader([&] {
         std::string line;
@@ -83,9 +88,12 @@ void wait_resign() {
         done = true;
     });
     reader.detach(); // a reader still blocked at the 120 s bound ends with the process
-    const auto until = steady::now() + ms{120000};
-    while (!done && steady::now() < until)
-        std::this_thread::sleep_for(ms{1});
+    const auto until = steady::now() + bound;
+    while (!done && steady::now() < until) {
+        std::this_thread::sleep_for(tick ? ms{50} : ms{1});
+        if (tick)
+            tick();
+    }
 }
 
 int elect() {
@@ -270,7 +278,7 @@ int many() {
     pglease::lease_set set{cfg};
     set.start();
     while (set.acquire_rounds() == 0 || set.held_count() < static_cast<std::size_t>(n)) {
-        if (steady::now() - t0 > ms{120000}) {
+        if (steady::now() - t0 > ms{240000}) { // bound: 100 processes on a loaded machine
             std::cerr << "many: held " << set.held_count() << " of " << n << std::endl;
             return 1;
         }
@@ -280,9 +288,37 @@ int many() {
     std::snprintf(took, sizeof took, "%.3f",
                   std::chrono::duration<double>(steady::now() - t0).count());
     say("GRANTED", n, took);
-    std::this_thread::sleep_for(millis("hold", "40s"));
+    // The server's word on expiry: a lease lost and granted again has a
+    // later acquired_at than the last grant of this first round.
+    pqxx::connection check{cfg.connection.conninfo};
+    const std::string like = "peers-many-" + cfg.identity + "-%";
+    const std::string granted_by =
+        pqxx::nontransaction{check}
+            .exec_params1("SELECT max(acquired_at)::text FROM leases WHERE name LIKE $1", like)[0]
+            .as<std::string>();
+    // Each renew round trip while held (polled: rounds are ttl/3 apart).
+    std::vector<long long> cycles;
+    auto seen = set.renew_rounds();
+    wait_resign(millis("hold", "300s"), [&] {
+        if (set.renew_rounds() != seen) {
+            seen = set.renew_rounds();
+            cycles.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
+                                 set.last_renew_latency())
+                                 .count());
+        }
+    });
+    const long valid =
+        pqxx::nontransaction{check}
+            .exec_params1("SELECT count(*) FROM leases WHERE name LIKE $1 AND holder = $2 "
+                          "AND expires_at > clock_timestamp() AND acquired_at <= $3::timestamptz",
+                          like, cfg.identity, granted_by)[0]
+            .as<long>();
+    std::string line = "CYCLES";
+    for (const long long us : cycles)
+        line += " " + std::to_string(us);
+    say(line);
     const long held = static_cast<long>(set.held_count());
-    say("HELD", n, "lost", n - held, "expired", n - held, "keepalive_answers", set.renew_rounds());
+    say("HELD", n, "lost", n - held, "expired", n - valid, "keepalive_answers", set.renew_rounds());
     set.stop(); // releases them all
     return 0;
 }

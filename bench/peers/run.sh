@@ -6,18 +6,23 @@
 # ZooKeeper (their defaults: fsync on) and Redis (in memory), runs
 # bench/peers/peers.py, and stops them all whatever happens.
 #
-#   bench/peers/run.sh --pglease-peer PATH [--build DIR] [--smoke] [peers.py options]
+#   bench/peers/run.sh --pglease-peer PATH [--build DIR] [--no-pin] [--smoke] [peers.py options]
 #       --smoke: every figure once, briefly; checks the harness, never timings
+#       --no-pin: no CPU pinning (by default, with 2 or more CPUs, every
+#       server runs on CPU 0 and the driver and every client on the others:
+#       each system gets the same CPUs for its server and for its clients)
 #   BENCH_PEERS_JSON=out.json bench/peers/run.sh ...   # default: DIR/peers.json
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(pwd)/peers-build
 peer=
+pin=1
 args=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift 2 ;;
 	--pglease-peer) peer=$2; shift 2 ;;
+	--no-pin) pin=; shift ;;
 	*) args+=("$1"); shift ;;
 	esac
 done
@@ -26,6 +31,14 @@ for tool in go javac etcd redis-server; do
 	command -v "$tool" >/dev/null || { echo "run.sh: $tool missing: scripts/deps.sh test" >&2; exit 1; }
 done
 
+# What else the machine was doing: the figures mean little without it.
+machine()
+{
+	echo "peers: $1: $(date -u '+%F %T UTC'); $(uptime)"
+	echo "peers: $1: top CPU consumers over 2 s (top -b):"
+	top -b -n 2 -d 2 -w 160 | awk '/^top -/ {n++} n == 2' | sed -n '/PID/,$p' | head -13 | sed 's/^/peers:   /' || true
+}
+machine start
 start=$SECONDS
 "$here/build.sh" "$build"
 echo "peers: Go and Java peers built in $((SECONDS - start)) s"
@@ -44,13 +57,32 @@ bench_redis_start "$work"
 bench_zk_start "$work"
 pg_pid=$(head -1 "$(pg_cluster_dir peers)/data/postmaster.pid")
 
+# CPU 0 for the servers (and the processes they fork), the other CPUs for
+# the driver and the clients it starts: the same budget for every system.
+# Other jobs on the machine are not pinned: they take from both sides.
+driver=()
+if [ -n "$pin" ] && [ "$(nproc)" -ge 2 ]; then
+	pin_tree()
+	{
+		local p
+		taskset -a -p -c 0 "$1" >/dev/null
+		for p in $(ps -o pid= --ppid "$1"); do pin_tree "$p"; done
+	}
+	for p in "$pg_pid" "$BENCH_ETCD_PID" "$BENCH_REDIS_PID" "$BENCH_ZK_PID"; do pin_tree "$p"; done
+	driver=(taskset -c "1-$(($(nproc) - 1))")
+	echo "peers: pinned: servers on CPU 0, the driver and its clients on CPUs 1-$(($(nproc) - 1))"
+else
+	echo "peers: not pinned: servers and clients share every CPU"
+fi
+
 echo "peers: PostgreSQL $PGHOST:$PGPORT (fsync on), etcd $BENCH_ETCD_URL, ZooKeeper $BENCH_ZK, Redis $BENCH_REDIS (in memory)"
 echo "peers: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "peers: $(etcd --version | head -1); ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper); $(redis-server --version | cut -d' ' -f1-3); $(java -version 2>&1 | head -1)"
-python3 "$here/peers.py" --bin "$build/bin" --classpath "$(cat "$build/classpath")" --pglease-peer "$peer" \
+"${driver[@]}" python3 "$here/peers.py" --bin "$build/bin" --classpath "$(cat "$build/classpath")" --pglease-peer "$peer" \
 	--pg "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$PGDATABASE sslmode=disable" \
 	--jdbc "jdbc:postgresql://$PGHOST:$PGPORT/$PGDATABASE?user=$PGUSER" \
 	--etcd "${BENCH_ETCD_URL#http://}" --zk "$BENCH_ZK" --redis "$BENCH_REDIS" \
 	--pids "pg_lease=$pg_pid,etcd=$BENCH_ETCD_PID,zookeeper=$BENCH_ZK_PID,redis=$BENCH_REDIS_PID" \
 	--json "${BENCH_PEERS_JSON:-$build/peers.json}" "${args[@]}"
 echo "peers: load after: $(cut -d' ' -f1-3 /proc/loadavg); took $((SECONDS - start)) s"
+machine end

@@ -7,14 +7,18 @@
 //       LeaderLatch.start + await; LEADER when elected; writes into T while
 //       hasLeadership(); "resign" on stdin closes the latch (deletes its
 //       node). -guard: each write first checks at ZooKeeper that the latch's
-//       own node still exists (our session is alive there).
+//       own node still exists (our session is alive there). -fence: the work
+//       goes into ZooKeeper instead, each write a multi(check(our latch
+//       node), create(...)): ZooKeeper's own fence, for writes into it.
+//   ZkPeer audit -name N
+//       the -fence writes of election N in ZooKeeper's commit order
 //   ZkPeer ops -op cycle|setdata -clients N -seconds S
 //       cycle: create an EPHEMERAL_SEQUENTIAL node and delete it (both
 //       durable: ZooKeeper fsyncs its transaction log); setdata: a versioned
 //       setData, ZooKeeper's compare-and-swap.
-//   ZkPeer many -leases 1000 -ttl 30s -hold 40s
-//       one session holding that many ephemeral nodes: the session's pings
-//       keep them all.
+//   ZkPeer many -leases 1000 -sessions 100 -ttl 30s -hold 300s
+//       sessions holding that many ephemeral nodes each: the session's pings
+//       keep them all; held until "resign" on stdin (or the bound).
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -106,7 +110,26 @@ public final class ZkPeer {
                     try { return c.checkExists().forPath(ours) != null; } catch (Exception e) { return false; }
                 };
             }
-            writeLoop(() -> latch.hasLeadership() && resign.getCount() > 0, guard, table, id);
+            Write write = null;
+            if (opt.containsKey("fence")) {
+                // The check and the create in one multi: ZooKeeper applies
+                // both or neither, so the write lands only while our latch
+                // node (our session's) exists. Sequential names give the order.
+                String ours = latch.getOurPath();
+                String dir = "/peers-work/" + get("name", "peers");
+                c.create().orSetData().creatingParentsIfNeeded().forPath(dir, new byte[0]);
+                write = seq -> {
+                    try {
+                        c.transaction().forOperations(c.transactionOp().check().forPath(ours),
+                                c.transactionOp().create().withMode(CreateMode.PERSISTENT_SEQUENTIAL)
+                                        .forPath(dir + "/w-", id.getBytes()));
+                        return null;
+                    } catch (org.apache.zookeeper.KeeperException e) {
+                        return "fenced " + e.code();
+                    }
+                };
+            }
+            writeLoop(() -> latch.hasLeadership() && resign.getCount() > 0, guard, table, id, write);
         }
         resign.await(120, TimeUnit.SECONDS);
         latch.close();
@@ -116,7 +139,9 @@ public final class ZkPeer {
 
     /** The leader's work, as the Go peers' Writer.Loop: one INSERT per write
      *  while leading; SIGSTOP itself between the guard and write pause-at. */
-    private void writeLoop(BooleanSupplier leading, BooleanSupplier guard, String table, String id) throws Exception {
+    private interface Write { String run(int seq) throws Exception; } // null: written; else why refused
+
+    private void writeLoop(BooleanSupplier leading, BooleanSupplier guard, String table, String id, Write peer) throws Exception {
         int pauseAt = getInt("pause-at", 0);
         long gap = millis("write-gap", "5ms");
         int seq = 0;
@@ -129,6 +154,12 @@ public final class ZkPeer {
                 if (seq == pauseAt) {
                     say("PAUSING", nowUs());
                     new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+                }
+                if (peer != null) {
+                    String refused = peer.run(seq);
+                    if (refused != null) { say("WRITE_REFUSED", nowUs(), refused.replace(' ', '_')); break; }
+                    Thread.sleep(gap);
+                    continue;
                 }
                 ins.setString(1, id);
                 ins.setInt(2, seq);
@@ -241,11 +272,38 @@ public final class ZkPeer {
         for (Thread t : ts) t.join();
         if (failed.get()) System.exit(1);
         say("GRANTED", n * sessions, String.format("%.3f", (System.nanoTime() - t0) / 1e9));
-        Thread.sleep(millis("hold", "40s"));
+        CountDownLatch end = new CountDownLatch(1);
+        Thread stdin = new Thread(() -> {
+            try (java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(System.in))) {
+                String line;
+                while ((line = r.readLine()) != null && !line.equals("resign")) { }
+            } catch (java.io.IOException e) { }
+            end.countDown();
+        });
+        stdin.setDaemon(true);
+        stdin.start();
+        end.await(millis("hold", "300s"), TimeUnit.MILLISECONDS);
         int alive = 0;
         for (int s = 0; s < sessions; s++) alive += cs.get(s).getChildren().forPath("/peers/many/" + id + "/" + s).size();
         say("HELD", n * sessions, "lost", n * sessions - alive, "expired", n * sessions - alive, "keepalive_answers", 0);
         for (CuratorFramework c : cs) c.close(); // the session's end deletes its ephemeral nodes
+    }
+
+    /** The -fence writes of one election, in ZooKeeper's commit order (the
+     *  sequence numbers the parent gave them). */
+    private void audit() throws Exception {
+        CuratorFramework c = client(10000);
+        String dir = "/peers-work/" + get("name", "peers");
+        List<String> names = new ArrayList<>(c.checkExists().forPath(dir) == null ? List.of() : c.getChildren().forPath(dir));
+        java.util.Collections.sort(names); // w-0000000001, ...: zero-padded
+        int stale = 0, old = 0, nw = 0;
+        for (String name : names) {
+            String w = new String(c.getData().forPath(dir + "/" + name));
+            if (w.equals("new")) nw++;
+            else if (w.equals("old")) { old++; if (nw > 0) stale++; }
+        }
+        say("AUDIT", stale, old, nw);
+        c.close();
     }
 
     public static void main(String[] args) throws Exception {
@@ -253,7 +311,7 @@ public final class ZkPeer {
         ZkPeer p = new ZkPeer();
         for (int i = 1; i < args.length; i++) {
             String k = args[i].replaceFirst("^-+", "");
-            if (k.equals("guard")) { p.opt.put(k, "1"); continue; }
+            if (k.equals("guard") || k.equals("fence")) { p.opt.put(k, "1"); continue; }
             if (i + 1 >= args.length) { System.err.println("missing value for " + args[i]); System.exit(2); }
             p.opt.put(k, args[++i]);
         }
@@ -261,6 +319,7 @@ public final class ZkPeer {
             case "elect": p.elect(); break;
             case "ops": p.ops(); break;
             case "many": p.many(); break;
+            case "audit": p.audit(); break;
             default: System.err.println("unknown mode " + args[0]); System.exit(2);
         }
         System.exit(0);

@@ -31,13 +31,16 @@ type Flags struct {
 	Retry    time.Duration // retry period where the peer polls
 	WriteGap time.Duration // pause between two writes of the leader (elect)
 	Guard    bool          // check the peer's own guard before each write (etcd: leader key revision)
+	Fence    bool          // write into the peer itself, fenced there (etcd Txn, Redis script); not PostgreSQL
 	PauseAt  int           // SIGSTOP itself after the guard of write PauseAt passed, before the write
 	Op       string        // ops: the operation
 	Clients  int           // ops: concurrent clients, each its own connection
 	Seconds  float64       // ops: length of the phase
 	MaxOps   int           // ops: bound on the operations of one client
 	Leases   int           // many: leases held by this process
-	Hold     time.Duration // many: how long they are held
+	Hold     time.Duration // many: bound on the hold; the driver ends it sooner with "resign"
+	PerLease int           // many: keys attached to each lease (etcd: many keys on one lease)
+	Window   int           // ops keepalive: requests in flight on the stream
 }
 
 // Parse reads the command line: MODE then -flags.
@@ -58,13 +61,16 @@ func Parse() *Flags {
 	fs.DurationVar(&f.Retry, "retry", 300*time.Millisecond, "retry period")
 	fs.DurationVar(&f.WriteGap, "write-gap", 5*time.Millisecond, "pause between writes")
 	fs.BoolVar(&f.Guard, "guard", false, "check the peer's guard before each write")
+	fs.BoolVar(&f.Fence, "fence", false, "write into the peer, fenced by the peer")
 	fs.IntVar(&f.PauseAt, "pause-at", 0, "SIGSTOP self between guard and write number N")
 	fs.StringVar(&f.Op, "op", "", "ops: operation")
 	fs.IntVar(&f.Clients, "clients", 1, "ops: clients")
 	fs.Float64Var(&f.Seconds, "seconds", 1, "ops: seconds")
 	fs.IntVar(&f.MaxOps, "max-ops", 1000000, "ops: bound per client")
 	fs.IntVar(&f.Leases, "leases", 1000, "many: leases")
-	fs.DurationVar(&f.Hold, "hold", 40*time.Second, "many: hold time")
+	fs.DurationVar(&f.Hold, "hold", 40*time.Second, "many: bound on the hold time")
+	fs.IntVar(&f.PerLease, "per-lease", 1, "many: keys per lease")
+	fs.IntVar(&f.Window, "window", 100, "ops keepalive: requests in flight")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		os.Exit(2)
 	}
@@ -111,17 +117,10 @@ func Resign() <-chan struct{} {
 	return ch
 }
 
-// Writer is the leader's work: one INSERT per write into the table, as an
-// application that leads would write. The table is (writer, seq, token).
-type Writer struct {
-	db   *sql.DB
-	stmt *sql.Stmt
-	f    *Flags
-	seq  int
-}
-
-// NewWriter opens one connection to PostgreSQL for the leader's writes.
-func NewWriter(f *Flags) *Writer {
+// PGWriter is the leader's work in PostgreSQL: one INSERT per write into
+// the table, as an application that leads would write. The table is
+// (writer, seq, token); nothing in PostgreSQL checks the token.
+func PGWriter(f *Flags, token int64) func(seq int) error {
 	db, err := sql.Open("postgres", f.PG)
 	if err != nil {
 		Die("postgres", err)
@@ -131,31 +130,69 @@ func NewWriter(f *Flags) *Writer {
 	if err != nil {
 		Die("prepare", err)
 	}
-	return &Writer{db: db, stmt: stmt, f: f}
+	return func(seq int) error {
+		_, err := stmt.Exec(f.ID, seq, token)
+		return err
+	}
 }
+
+// ErrFenced is what a peer's own fence returns for a refused write.
+var ErrFenced = fmt.Errorf("fenced")
 
 // Loop writes while leading() says so and guard() (when set) passes; it
 // stops itself (SIGSTOP) between the guard and write number PauseAt, the
 // worst moment for a pause. It returns when leading() turns false, when the
-// guard fails, or after 60 s (bound). Prints WROTE n and STOPPED_WRITING.
-func (w *Writer) Loop(leading func() bool, guard func() bool, token int64) {
+// guard fails, when a write is refused, or after 60 s (bound). Prints
+// STOPPED_WRITING.
+func Loop(f *Flags, leading func() bool, guard func() bool, write func(seq int) error) {
 	deadline := time.Now().Add(60 * time.Second)
+	seq := 0
 	for time.Now().Before(deadline) && leading() {
 		if guard != nil && !guard() {
 			break
 		}
-		w.seq++
-		if w.seq == w.f.PauseAt {
+		seq++
+		if seq == f.PauseAt {
 			Say("PAUSING", NowUs())
 			stopHere()
 		}
-		if _, err := w.stmt.Exec(w.f.ID, w.seq, token); err != nil {
+		if err := write(seq); err != nil {
 			Say("WRITE_REFUSED", NowUs(), err.Error())
 			break
 		}
-		time.Sleep(w.f.WriteGap)
+		time.Sleep(f.WriteGap)
 	}
-	Say("STOPPED_WRITING", NowUs(), w.seq)
+	Say("STOPPED_WRITING", NowUs(), seq)
+}
+
+// Audit prints what the driver counts for a run whose writes went into the
+// peer: AUDIT stale old new, where the writers' rows are given in the
+// peer's own commit order and stale counts "old" rows after the first
+// "new" one.
+func Audit(writers []string) {
+	stale, old, nw, seenNew := 0, 0, 0, false
+	for _, w := range writers {
+		switch w {
+		case "new":
+			nw++
+			seenNew = true
+		case "old":
+			old++
+			if seenNew {
+				stale++
+			}
+		}
+	}
+	Say("AUDIT", stale, old, nw)
+}
+
+// Hold waits for "resign" on stdin (the driver's end of the hold) or the
+// bound f.Hold, whichever comes first.
+func Hold(f *Flags) {
+	select {
+	case <-Resign():
+	case <-time.After(f.Hold):
+	}
 }
 
 // stopHere stops the whole process before the calling goroutine goes on:
@@ -181,6 +218,10 @@ func Ops(f *Flags, open func(i int) func() bool) {
 	for i := range runs {
 		runs[i] = open(i)
 	}
+	per := 1
+	if f.Op == "keepalive" {
+		per = f.Window // one round trip renews Window leases: counted per lease
+	}
 	var began time.Time
 	for i := 0; i < f.Clients; i++ {
 		wg.Add(1)
@@ -196,7 +237,7 @@ func Ops(f *Flags, open func(i int) func() bool) {
 					}
 					continue
 				}
-				counts[i]++
+				counts[i] += per
 			}
 		}(i)
 	}

@@ -8,10 +8,20 @@
 //	    calls Resign. With -guard each write is first checked in etcd by a
 //	    Txn comparing the leader key's create revision, as etcd's
 //	    documentation suggests; the write itself still goes to PostgreSQL.
-//	etcdpeer ops -op txn|grant-revoke|claim-delete|keepalive|keepalive-once -clients N -seconds S
-//	etcdpeer many -leases 1000 -ttl 30s -hold 40s
+//	    With -fence the work goes into etcd instead, each write a Txn that
+//	    puts it only if the leader key still has our create revision: etcd's
+//	    own fence, for writes into etcd.
+//	etcdpeer audit -name N
+//	    the -fence writes of election N in etcd's commit order (revision)
+//	etcdpeer ops -op txn|grant-revoke|claim-delete|keepalive|keepalive-once -clients N -seconds S [-window 100]
+//	    keepalive: -window leases renewed per round trip, pipelined on one
+//	    LeaseKeepAlive stream (all requests sent, then all answers read)
+//	etcdpeer many -leases 1000 -ttl 30s -hold 300s [-per-lease 1000]
 //	    grants the leases, keeps them alive with KeepAlive (one stream for
-//	    all of this process's leases), reports how many were lost.
+//	    all of this process's leases) until "resign", and reports how many
+//	    of them etcd itself no longer holds (TimeToLive, key counts).
+//	    -per-lease K: leases/K leases with K keys on each, the way etcd
+//	    users hold many things (a session's lease and its keys).
 package main
 
 import (
@@ -60,7 +70,24 @@ func elect(f *common.Flags) {
 	common.Say("LEADER", common.NowUs(), e.Rev())
 
 	if f.Table != "" {
-		w := common.NewWriter(f)
+		write := common.PGWriter(f, e.Rev())
+		if f.Fence {
+			// etcd's fence: the put happens only while the leader key is the
+			// one we created. The revision of the put orders the writes.
+			write = func(seq int) error {
+				c, cc := context.WithTimeout(context.Background(), time.Second)
+				defer cc()
+				r, err := cli.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())).
+					Then(clientv3.OpPut(fmt.Sprintf("/peers-work/%s/%s-%d", f.Name, f.ID, seq), f.ID)).Commit()
+				if err != nil {
+					return err
+				}
+				if !r.Succeeded {
+					return common.ErrFenced
+				}
+				return nil
+			}
+		}
 		leading := func() bool {
 			select {
 			case <-sess.Done(): // the client saw its lease expire
@@ -82,7 +109,7 @@ func elect(f *common.Flags) {
 				return err == nil && r.Succeeded
 			}
 		}
-		w.Loop(leading, guard, e.Rev())
+		common.Loop(f, leading, guard, write)
 	}
 	select {
 	case <-resign:
@@ -165,23 +192,36 @@ func ops(f *common.Flags) {
 				return err == nil && d.Succeeded
 			}
 		case "keepalive":
-			// One keepalive request and its answer at a time over the
-			// LeaseKeepAlive stream that clientv3's KeepAlive uses; etcd
-			// keeps the expiry in the leader's memory (not persisted).
-			g, err := cli.Grant(ctx, 60)
-			if err != nil {
-				common.Die("grant", err)
+			// etcd's idiom: many keepalives in flight on the one
+			// LeaseKeepAlive stream clientv3's KeepAlive uses (it sends for
+			// every lease due, then reads answers as they come). One round
+			// trip here: -window requests, one per lease, sent back to
+			// back, then their answers; counted per lease. etcd keeps the
+			// expiry in the leader's memory (not persisted).
+			ids := make([]int64, f.Window)
+			for k := range ids {
+				g, err := cli.Grant(ctx, 60)
+				if err != nil {
+					common.Die("grant", err)
+				}
+				ids[k] = int64(g.ID)
 			}
 			stream, err := pb.NewLeaseClient(cli.ActiveConnection()).LeaseKeepAlive(ctx)
 			if err != nil {
 				common.Die("stream", err)
 			}
 			return func() bool {
-				if err := stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(g.ID)}); err != nil {
-					return false
+				for _, id := range ids {
+					if err := stream.Send(&pb.LeaseKeepAliveRequest{ID: id}); err != nil {
+						return false
+					}
 				}
-				r, err := stream.Recv()
-				return err == nil && r.TTL > 0
+				for range ids {
+					if r, err := stream.Recv(); err != nil || r.TTL <= 0 {
+						return false
+					}
+				}
+				return true
 			}
 		case "keepalive-once":
 			g, err := cli.Grant(ctx, 60)
@@ -198,27 +238,50 @@ func ops(f *common.Flags) {
 	})
 }
 
-// many: f.Leases leases granted by this process, each kept alive by the
-// client's KeepAlive from its grant on (clientv3 multiplexes them all over
-// one stream).
+// many: f.Leases things held by this process: f.Leases leases each kept
+// alive by the client's KeepAlive from its grant on (clientv3 multiplexes
+// them all over one stream), or with -per-lease K, f.Leases/K leases with K
+// keys on each (one keepalive keeps them all). Held until "resign" (or the
+// -hold bound); then etcd is asked which are gone.
 func many(f *common.Flags) {
 	cli := connect(f)
 	defer cli.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ttl := int64(f.TTL / time.Second)
+	per := f.PerLease
+	if per < 1 {
+		per = 1
+	}
+	prefix := fmt.Sprintf("/peers-many/%s/", f.ID)
 	start := time.Now()
-	ids := make([]clientv3.LeaseID, 0, f.Leases)
-	var lost, answers int64
+	ids := make([]clientv3.LeaseID, 0, f.Leases/per)
+	var closed, answers int64
 	var wg sync.WaitGroup
-	for i := 0; i < f.Leases; i++ {
-		c, cc := context.WithTimeout(ctx, 10*time.Second)
+	for i := 0; i < f.Leases/per; i++ {
+		c, cc := context.WithTimeout(ctx, 30*time.Second) // bound: 100 processes granting at once
 		g, err := cli.Grant(c, ttl)
 		cc()
 		if err != nil {
 			common.Die("grant", err)
 		}
 		ids = append(ids, g.ID)
+		if per > 1 {
+			// The keys on the lease: one Txn of K puts (etcd's default
+			// limit is 128 operations a Txn).
+			for k := 0; k < per; k += 128 {
+				var puts []clientv3.Op
+				for j := k; j < per && j < k+128; j++ {
+					puts = append(puts, clientv3.OpPut(fmt.Sprintf("%s%d/%d", prefix, i, j), f.ID, clientv3.WithLease(g.ID)))
+				}
+				c, cc := context.WithTimeout(ctx, 10*time.Second)
+				_, err := cli.Txn(c).Then(puts...).Commit()
+				cc()
+				if err != nil {
+					common.Die("put", err)
+				}
+			}
+		}
 		ch, err := cli.KeepAlive(ctx, g.ID)
 		if err != nil {
 			common.Die("keepalive", err)
@@ -229,24 +292,36 @@ func many(f *common.Flags) {
 			for range ch {
 				atomic.AddInt64(&answers, 1)
 			}
-			if ctx.Err() == nil { // closed before we stopped: lease lost
-				atomic.AddInt64(&lost, 1)
+			// The client closed the channel before we stopped: it gave up
+			// on the lease (no answer in time); etcd may still hold it.
+			if ctx.Err() == nil {
+				atomic.AddInt64(&closed, 1)
 			}
 		}(ch)
 	}
-	common.Say("GRANTED", len(ids), fmt.Sprintf("%.3f", time.Since(start).Seconds()))
-	time.Sleep(f.Hold)
-	// Each lease still has time left at etcd (checked for every lease).
-	expired := 0
+	common.Say("GRANTED", len(ids)*per, fmt.Sprintf("%.3f", time.Since(start).Seconds()))
+	common.Hold(f)
+	// What etcd itself says: each lease's time left, each key's presence.
+	gone := 0
 	for _, id := range ids {
-		c, cc := context.WithTimeout(ctx, 10*time.Second)
+		c, cc := context.WithTimeout(context.Background(), 10*time.Second)
 		r, err := cli.TimeToLive(c, id)
 		cc()
-		if err != nil || r.TTL <= 0 {
-			expired++
+		if per == 1 && (err != nil || r.TTL <= 0) {
+			gone++
 		}
 	}
-	common.Say("HELD", len(ids), "lost", atomic.LoadInt64(&lost), "expired", expired, "keepalive_answers", atomic.LoadInt64(&answers))
+	if per > 1 {
+		c, cc := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := cli.Get(c, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		cc()
+		if err != nil {
+			common.Die("count", err)
+		}
+		gone = len(ids)*per - int(r.Count)
+	}
+	common.Say("HELD", len(ids)*per, "lost", atomic.LoadInt64(&closed)*int64(per), "expired", gone,
+		"keepalive_answers", atomic.LoadInt64(&answers))
 	cancel()
 	wg.Wait()
 	// Revoke them so the next system starts from a quiet etcd.
@@ -255,6 +330,24 @@ func many(f *common.Flags) {
 		cli.Revoke(c, id)
 		cc()
 	}
+}
+
+// audit: the -fence writes of one election in etcd's commit order.
+func audit(f *common.Flags) {
+	cli := connect(f)
+	defer cli.Close()
+	c, cc := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cc()
+	r, err := cli.Get(c, "/peers-work/"+f.Name+"/", clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend))
+	if err != nil {
+		common.Die("audit", err)
+	}
+	var writers []string
+	for _, kv := range r.Kvs {
+		writers = append(writers, string(kv.Value))
+	}
+	common.Audit(writers)
 }
 
 func main() {
@@ -266,6 +359,8 @@ func main() {
 		ops(f)
 	case "many":
 		many(f)
+	case "audit":
+		audit(f)
 	default:
 		fmt.Fprintln(os.Stderr, "etcdpeer: unknown mode", f.Mode)
 		os.Exit(2)

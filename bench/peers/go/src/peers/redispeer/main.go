@@ -7,8 +7,11 @@
 //
 //	redispeer elect -endpoint H:P -name N -id ID -ttl 2s -retry 300ms [-pg CONNINFO -table T [-guard] [-pause-at N]]
 //	    -guard: each write first checks GET key == id at Redis
+//	    -fence: the work goes into Redis instead, each write a script that
+//	    appends it only if the key is still ours (atomic on one node)
+//	redispeer audit -name N      the -fence writes in Redis's order
 //	redispeer ops -op cycle|renew -clients N -seconds S
-//	redispeer many -leases 1000 -ttl 30s -hold 40s
+//	redispeer many -leases 1000 -ttl 30s -hold 300s
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 )
 
 var renewScript = redis.NewScript(1, `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`)
+var fencedWrite = redis.NewScript(2, `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("rpush", KEYS[2], ARGV[1]) else return 0 end`)
 var releaseScript = redis.NewScript(1, `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 
 func dial(f *common.Flags) redis.Conn {
@@ -82,7 +86,22 @@ func elect(f *common.Flags) {
 	}()
 
 	if f.Table != "" {
-		w := common.NewWriter(f)
+		write := common.PGWriter(f, 0)
+		if f.Fence {
+			// The check and the append in one script: Redis runs it
+			// atomically, so the append happens only while the key is ours.
+			wc := dial(f)
+			write = func(seq int) error {
+				n, err := redis.Int(fencedWrite.Do(wc, key, "peers-work:"+f.Name, f.ID))
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return common.ErrFenced
+				}
+				return nil
+			}
+		}
 		isLeading := func() bool {
 			select {
 			case <-resign:
@@ -99,7 +118,7 @@ func elect(f *common.Flags) {
 				return err == nil && v == f.ID
 			}
 		}
-		w.Loop(isLeading, guard, 0)
+		common.Loop(f, isLeading, guard, write)
 	}
 	select {
 	case <-resign:
@@ -160,9 +179,17 @@ func many(f *common.Flags) {
 	}
 	common.Say("GRANTED", len(keys), fmt.Sprintf("%.3f", time.Since(start).Seconds()))
 	lost := 0
-	end := time.Now().Add(f.Hold)
-	for time.Now().Before(end) {
-		time.Sleep(f.TTL / 3)
+	done := make(chan struct{})
+	go func() { common.Hold(f); close(done) }()
+	t := time.NewTicker(f.TTL / 3)
+	defer t.Stop()
+renewing:
+	for {
+		select {
+		case <-done:
+			break renewing
+		case <-t.C:
+		}
 		for _, k := range keys {
 			renewScript.Send(c, k, f.ID, ms(f.TTL))
 		}
@@ -173,7 +200,18 @@ func many(f *common.Flags) {
 			}
 		}
 	}
-	common.Say("HELD", len(keys), "lost", lost, "expired", lost, "keepalive_answers", 0)
+	// What Redis itself holds: each key still ours.
+	for _, k := range keys {
+		c.Send("GET", k)
+	}
+	c.Flush()
+	expired := 0
+	for range keys {
+		if v, err := redis.String(c.Receive()); err != nil || v != f.ID {
+			expired++
+		}
+	}
+	common.Say("HELD", len(keys), "lost", lost, "expired", expired, "keepalive_answers", 0)
 	for _, k := range keys {
 		c.Send("DEL", k)
 	}
@@ -192,6 +230,13 @@ func main() {
 		ops(f)
 	case "many":
 		many(f)
+	case "audit":
+		c := dial(f)
+		writers, err := redis.Strings(c.Do("LRANGE", "peers-work:"+f.Name, 0, -1))
+		if err != nil {
+			common.Die("audit", err)
+		}
+		common.Audit(writers)
 	default:
 		fmt.Fprintln(os.Stderr, "redispeer: unknown mode", f.Mode)
 		os.Exit(2)
