@@ -101,6 +101,25 @@ static const LeasePlanSpec lease_plan_specs[LEASE_PLAN_COUNT] = {
 		NULL,
 		4, {TEXTOID, TEXTOID, INT8OID, INT8OID}
 	},
+	[LEASE_PLAN_ERA_READ] = {
+		"SELECT system_identifier, base, high, mark_table FROM %s.lease_epoch_mark",
+		NULL,
+		0, {InvalidOid}
+	},
+	[LEASE_PLAN_ERA_RECORDED] = {
+		"SELECT GREATEST((SELECT pg_catalog.max(epoch) FROM %1$s.leases),"
+		" (SELECT pg_catalog.max(epoch) FROM %1$s.lease_events))",
+		NULL,
+		0, {InvalidOid}
+	},
+	[LEASE_PLAN_ERA_WRITE] = {
+		"INSERT INTO %s.lease_epoch_mark (one, system_identifier, mark_table, base, high, recorded_at)"
+		" VALUES (true, $1, $4, $2, $3, pg_catalog.clock_timestamp()) ON CONFLICT (one) DO UPDATE"
+		" SET system_identifier = EXCLUDED.system_identifier, mark_table = EXCLUDED.mark_table,"
+		" base = EXCLUDED.base, high = EXCLUDED.high, recorded_at = EXCLUDED.recorded_at",
+		NULL,
+		4, {INT8OID, INT8OID, INT8OID, OIDOID}
+	},
 };
 
 static struct
@@ -253,6 +272,13 @@ LeaseFloorsRelid(void)
 				 errmsg("pg_lease relation \"lease_floor_rows\" is missing"),
 				 errhint("Update the extension: ALTER EXTENSION pg_lease UPDATE.")));
 	return relid;
+}
+
+/* lease_epoch_mark, looked up afresh (1.5 and later; InvalidOid before). */
+Oid
+LeaseEpochMarkRelid(void)
+{
+	return get_relname_relid("lease_epoch_mark", lease_catalog.namespace);
 }
 
 /* Whether the installed SQL objects are those of version 1.1 or later. */

@@ -23,8 +23,6 @@
 #include "pg_lease.h"
 
 #include "miscadmin.h"
-#include "pgstat.h"
-#include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
@@ -71,7 +69,7 @@ LeaseBackendsStartedBefore(TimestampTz since)
 
 	for (i = 1; i <= count; i++)
 	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(i);
+		LocalPgBackendStatus *local = LeaseLocalBackendStatus(i);
 		PgBackendStatus *status;
 
 		if (local == NULL)

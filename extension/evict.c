@@ -21,7 +21,6 @@
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
-#include "utils/wait_event.h"
 
 /* How long a cancelled statement's transaction may take to let go. */
 #define LEASE_CANCEL_GRACE_MS	250

@@ -42,8 +42,7 @@ extern double LeaseTakeoverWaited(const LeaseTakeover *takeover);
 extern void LeaseEvictProc(LeaseTakeover *takeover, PGPROC *proc, uint32 xact,
 						   double now_ms);
 extern void LeaseRecordEvictions(LeaseTakeover *takeover);
-extern void LeaseTakeoverTimedOut(const LeaseTakeover *takeover, const char *who)
-			pg_attribute_noreturn();
+pg_noreturn extern void LeaseTakeoverTimedOut(const LeaseTakeover *takeover, const char *who);
 
 /* fence_lock.c: the lock-manager fence lock, exclusively */
 struct LOCKTAG;

@@ -297,6 +297,41 @@ FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowS
 	FenceReject(config, rel, token, row);
 }
 
+/*
+ * Step 1 for a downstream fence: the lease is another database's, so a
+ * token declared by name and pg_lease.epoch's unnamed list are told apart
+ * (fence_downstream.c); either way the list is judged as a whole.
+ */
+static FenceTokenSource
+FenceDownstreamSource(const FenceConfig *config)
+{
+	int64		declared;
+
+	if (LeaseDeclaredToken(config->lease, &declared))
+		return FENCE_TOKEN_DECLARED;
+	return LeaseSettingEpochs()->count > 0 ? FENCE_TOKEN_SETTING : FENCE_TOKEN_NONE;
+}
+
+/* The downstream check; returns the token that passed. */
+static int64
+FenceDownstreamCheck(const FenceConfig *config, Relation rel, FenceTokenSource source, int64 token)
+{
+	const LeaseEpochList *list;
+
+	switch (source)
+	{
+		case FENCE_TOKEN_DECLARED:
+			(void) LeaseDeclaredToken(config->lease, &token);
+			LeaseDownstreamNamed(&config->floor, rel, token);
+			return token;
+		case FENCE_TOKEN_SETTING:
+			list = LeaseSettingEpochs();
+			return LeaseDownstreamUnnamed(&config->floor, rel, list->epochs, list->count);
+		default:
+			return LeaseDownstreamUnnamed(&config->floor, rel, &token, 1);
+	}
+}
+
 /* Put a declared token into the row, so the table records who wrote it. */
 static HeapTuple
 FenceStamp(const FenceConfig *config, Relation rel, HeapTuple tuple, int64 token)
@@ -345,15 +380,14 @@ lease_fence_trigger(PG_FUNCTION_ARGS)
 	if (config->floor.store == NULL)
 		source = FenceDeclaredToken(config, &token);
 	else
-		source = LeaseDownstreamToken(&config->floor, rel, &token) ?
-			FENCE_TOKEN_SETTING : FENCE_TOKEN_NONE;
+		source = FenceDownstreamSource(config);
 	if (source == FENCE_TOKEN_NONE && !TRIGGER_FIRED_BY_TRUNCATE(event))
 		source = FenceRowToken(config, trigdata, &token);
 	if (source == FENCE_TOKEN_NONE)
 		FenceRejectNoToken(config, rel);
 
 	if (config->floor.store != NULL)
-		LeaseDownstreamCheck(&config->floor, rel, token);
+		token = FenceDownstreamCheck(config, rel, source, token);
 	else
 	{
 		row = FenceLockRow(config, source, &token);
@@ -381,6 +415,7 @@ lease_use(PG_FUNCTION_ARGS)
 {
 	text	   *name = LeaseLabelArg(fcinfo, 0, "lease name");
 	int64		epoch = LeaseEpochArg(fcinfo, 1);
+	LeaseRowState row;
 	char	   *str;
 
 	if (epoch <= 0)
@@ -391,7 +426,16 @@ lease_use(PG_FUNCTION_ARGS)
 	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
 	str = text_to_cstring(name);
 	LeaseDeclareToken(str, epoch);
-	/* a fenced transaction from here on: the grant's fence lock, at once */
-	(void) LeaseLockGrantShared(str, epoch);
+	/*
+	 * A fenced transaction from here on: the grant's fence lock, at once,
+	 * when the token is this database's grant of the lease.  A token of
+	 * another store's lease (a downstream fence) takes only its floor's
+	 * lock, at its first write: epochs of different stores share numbers,
+	 * and a local lock of the same number would tie it to an unrelated
+	 * local grant (SPEC "Changes in 1.5").  A token not yet granted here is
+	 * locked by the trigger at its first write.
+	 */
+	if (LeaseLockedGrant(str) == NULL && LeasePeekRow(str, &row) && row.epoch == epoch)
+		(void) LeaseLockGrantShared(str, epoch);
 	PG_RETURN_VOID();
 }

@@ -5,9 +5,19 @@
  *	  another database, through the floor this database keeps (floors.c).
  *
  * The token is declared the same ways as for the local fence (lease_use,
- * pg_lease.epoch, the epoch column: fence.c), and must be at least the
- * floor.  Expiry cannot be known here, so there is no LS002: a paused
- * leader is shut out once its successor raised the floor.
+ * pg_lease.epoch, the epoch column: fence.c), but only a token declared for
+ * the lease by name moves the floor (SPEC "Changes in 1.5").  Epochs are
+ * unique within a lease store, not within a lease: an unnamed token above
+ * the floor may be another lease's of the same store (a `pglease run
+ * --lease A` job writing to a table fenced by B), and letting it raise B's
+ * floor would shut B's real leader out.  So:
+ *   - named (lease_use(name, epoch)): passes at or above the floor, and
+ *     raises it when above;
+ *   - unnamed (a pg_lease.epoch value or list, the row's epoch column):
+ *     passes only when it equals the floor, and never moves it: LS001
+ *     below, LS003 above (not known to be this lease's).
+ * Expiry cannot be known here, so there is no LS002: a paused leader is
+ * shut out once its successor raised the floor.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,62 +32,42 @@ DownstreamCount(const LeaseFloorKey *key, LeaseCounterKind kind)
 	LeaseCount(key->name, strlen(key->name), kind);
 }
 
-/*
- * Step 1 for a downstream fence, whose lease this database cannot see:
- * from a list in pg_lease.epoch, only the epoch that is the floor is
- * certain to be this lease's (another listed epoch may be another lease's,
- * and would raise this floor past its holder).  A list without it is
- * refused: below the floor as stale, else as carrying no usable token.
- */
-bool
-LeaseDownstreamToken(const LeaseFloorKey *key, Relation rel, int64 *token)
+static void
+DownstreamRejectStale(const LeaseFloorKey *key, Relation rel, int64 token, int64 floor)
 {
-	const LeaseEpochList *list;
-	int64		floor;
-	int64		highest = 0;
-	int			i;
+	DownstreamCount(key, LEASE_COUNT_REJECTED_STALE);
+	ereport(ERROR,
+			(errcode(ERRCODE_LEASE_STALE_EPOCH),
+			 errmsg("fenced write to \"%s\" rejected: epoch " INT64_FORMAT " of lease \"%s\" is below its floor",
+					RelationGetRelationName(rel), token, key->name),
+			 errdetail("The floor of lease \"%s\" of store \"%s\" is " INT64_FORMAT
+					   "; a newer grant replaced the writer's.",
+					   key->name, key->store, floor),
+			 errhint("The writer no longer leads: it must stop and acquire the lease again.")));
+}
 
-	if (LeaseDeclaredToken(key->name, token))
-		return true;
-	list = LeaseSettingEpochs();
-	if (list->count == 0)
-		return false;
-	*token = list->epochs[0];
-	if (list->count == 1)
-		return true;
-
-	floor = LeaseFloorPeek(key);
-	for (i = 0; i < list->count; i++)
-	{
-		if (list->epochs[i] == floor)
-		{
-			*token = floor;
-			return true;
-		}
-		highest = Max(highest, list->epochs[i]);
-	}
-	*token = highest;
-	if (highest < floor)
-		return true;		/* refused as stale by the check */
+static void
+DownstreamRejectUnnamed(const LeaseFloorKey *key, Relation rel, int64 token, int64 floor)
+{
 	DownstreamCount(key, LEASE_COUNT_REJECTED_NO_TOKEN);
 	ereport(ERROR,
 			(errcode(ERRCODE_LEASE_NO_TOKEN),
-			 errmsg("write to fenced table \"%s\" carries no usable fencing token for lease \"%s\"",
+			 errmsg("write to fenced table \"%s\" carries no token known to be of lease \"%s\"",
 					RelationGetRelationName(rel), key->name),
-			 errdetail("pg_lease.epoch lists several epochs, and none is the floor (" INT64_FORMAT
-					   ") of lease \"%s\" of store \"%s\".", floor, key->name, key->store),
-			 errhint("Call lease_use('%s', <epoch>) in the transaction, or raise the floor first with lease_raise().",
+			 errdetail("Epoch " INT64_FORMAT " is not the floor (" INT64_FORMAT ") of lease \"%s\" of store \"%s\", "
+					   "and a token not named for the lease never moves its floor: it may be another lease's.",
+					   token, floor, key->name, key->store),
+			 errhint("Raise the floor first with lease_raise(), or call lease_use('%s', <epoch>) in the transaction.",
 					 key->name)));
-	return false;			/* keep compiler quiet */
 }
 
 /*
- * The downstream check: the token must be at least the floor; above it,
- * it raises the floor in this transaction.  The first write of the
- * transaction pays; further rows find the pass kept.
+ * A token declared for the lease by name: it must be at least the floor,
+ * and above it raises the floor in this transaction.  The first write of
+ * the transaction pays; further rows find the pass kept.
  */
 void
-LeaseDownstreamCheck(const LeaseFloorKey *key, Relation rel, int64 token)
+LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token)
 {
 	int64		floor;
 
@@ -85,16 +75,58 @@ LeaseDownstreamCheck(const LeaseFloorKey *key, Relation rel, int64 token)
 		return;
 	floor = LeaseFloorCheck(key, token);
 	if (floor != 0)
-	{
-		DownstreamCount(key, LEASE_COUNT_REJECTED_STALE);
-		ereport(ERROR,
-				(errcode(ERRCODE_LEASE_STALE_EPOCH),
-				 errmsg("fenced write to \"%s\" rejected: epoch " INT64_FORMAT " of lease \"%s\" is below its floor",
-						RelationGetRelationName(rel), token, key->name),
-				 errdetail("The floor of lease \"%s\" of store \"%s\" is " INT64_FORMAT
-						   "; a newer grant replaced the writer's.",
-						   key->name, key->store, floor),
-				 errhint("The writer no longer leads: it must stop and acquire the lease again.")));
-	}
+		DownstreamRejectStale(key, rel, token, floor);
 	LeaseFloorKeep(key, token);
+}
+
+static bool
+EpochListed(const int64 *epochs, int count, int64 epoch)
+{
+	int			i;
+
+	for (i = 0; i < count; i++)
+		if (epochs[i] == epoch)
+			return true;
+	return false;
+}
+
+/*
+ * Unnamed tokens (one from the row, or pg_lease.epoch's list): the one that
+ * equals the floor passes, holding the floor's lock; returns it.  A single
+ * token is locked and checked at once (one read); from a list the floor is
+ * looked up first, to know which to lock.  A raise may commit between the
+ * look and the lock: then the new floor is looked for in the list (floors
+ * only grow, so this ends).
+ */
+int64
+LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel, const int64 *epochs, int count)
+{
+	int64		candidate;
+	int64		floor;
+	int64		highest = 0;
+	int			i;
+
+	candidate = LeaseFloorPassedEpoch(key);
+	if (candidate > 0 && EpochListed(epochs, count, candidate))
+		return candidate;
+	floor = -1;					/* not read yet */
+	candidate = count == 1 ? epochs[0] : (floor = LeaseFloorPeek(key));
+	while (candidate > 0 && EpochListed(epochs, count, candidate))
+	{
+		floor = LeaseFloorHold(key, candidate);
+		if (floor == candidate)
+		{
+			LeaseFloorKeep(key, candidate);
+			return candidate;
+		}
+		candidate = floor;
+	}
+	if (floor < 0)
+		floor = LeaseFloorPeek(key);
+	for (i = 0; i < count; i++)
+		highest = Max(highest, epochs[i]);
+	if (highest < floor)
+		DownstreamRejectStale(key, rel, highest, floor);
+	DownstreamRejectUnnamed(key, rel, highest, floor);
+	return 0;					/* keep compiler quiet */
 }

@@ -163,16 +163,18 @@ FenceLockEvictHolders(LeaseTakeover *takeover, const LOCKTAG *tag, double now_ms
 		VirtualTransactionId vxid = holders[i];
 		PGPROC	   *proc;
 
-		appendStringInfo(who, "%s%d/%u%s", i > 0 ? ", " : "", vxid.backendId,
+		int			number = LeaseVxidProcNumber(vxid);
+
+		appendStringInfo(who, "%s%d/%u%s", i > 0 ? ", " : "", number,
 						 vxid.localTransactionId,
-						 vxid.backendId == InvalidBackendId ? " (prepared)" : "");
-		if (vxid.backendId == InvalidBackendId)
+						 number == LEASE_INVALID_PROC_NUMBER ? " (prepared)" : "");
+		if (number == LEASE_INVALID_PROC_NUMBER)
 			continue;			/* a prepared transaction: it waits */
-		proc = BackendIdGetProc(vxid.backendId);
+		proc = LeaseProcByNumber(number);
 		if (proc == NULL)
 			continue;
 		LWLockAcquire(ProcArrayLock, LW_SHARED);
-		if (proc->backendId == vxid.backendId && proc->lxid == vxid.localTransactionId)
+		if (LeaseProcNumberOf(proc) == number && LeaseProcLxid(proc) == vxid.localTransactionId)
 			LeaseEvictProc(takeover, proc, vxid.localTransactionId, now_ms);
 		LWLockRelease(ProcArrayLock);
 	}

@@ -136,7 +136,7 @@ FloorRead(const LeaseFloorKey *key, Snapshot snapshot, FloorVersion *out)
 	ScanKeyEntryInitialize(&keys[1], 0, FLOOR_ATT_NAME, BTEqualStrategyNumber, InvalidOid,
 						   TupleDescAttr(desc, FLOOR_ATT_NAME - 1)->attcollation,
 						   F_TEXTEQ, CStringGetTextDatum(key->name));
-	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true, snapshot, 2, keys);
+	scan = systable_beginscan(rel, LeasePrimaryKeyIndex(rel), true, snapshot, 2, keys);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		bool		isnull;
@@ -254,20 +254,31 @@ LeaseFloorRaise(const LeaseFloorKey *key, int64 epoch)
 }
 
 /*
- * The floor check of a fenced write whose token is epoch: share-lock the
- * token's tag, then read the newest committed floor, raising it when the
- * token is above.  Returns the floor when the token is below it (the
+ * Share-lock the tag of token epoch, until the transaction (or the
+ * savepoint) ends, then read the newest committed floor: once the lock is
+ * held, no raise from epoch can commit before this transaction ends.
+ */
+int64
+LeaseFloorHold(const LeaseFloorKey *key, int64 epoch)
+{
+	LOCKTAG		tag;
+
+	FloorLockTag(&tag, key, epoch);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	return FloorCommitted(key);
+}
+
+/*
+ * The floor check of a fenced write whose token is named for the lease:
+ * hold the token's tag and read the floor (LeaseFloorHold), raising it
+ * when the token is above.  Returns the floor when the token is below it (the
  * caller refuses the write), else 0.
  */
 int64
 LeaseFloorCheck(const LeaseFloorKey *key, int64 epoch)
 {
-	LOCKTAG		tag;
-	int64		floor;
+	int64		floor = LeaseFloorHold(key, epoch);
 
-	FloorLockTag(&tag, key, epoch);
-	(void) LockAcquire(&tag, ShareLock, false, false);
-	floor = FloorCommitted(key);
 	if (floor < epoch)
 		floor = LeaseFloorRaise(key, epoch);
 	return floor > epoch ? floor : 0;

@@ -14,6 +14,7 @@
 #define PG_LEASE_H
 
 #include "postgres.h"
+#include "pg_compat.h"
 
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
@@ -33,10 +34,12 @@
 #define LEASE_NAME_MAX_BYTES		255
 
 /*
- * Epoch layout: the WAL timeline in the high bits, a counter from the
- * lease_epoch_seq sequence in the low 47.  A promoted standby writes on a
- * newer timeline, so its epochs exceed every epoch of the old primary, even
- * ones whose WAL never reached the standby.
+ * Epoch layout: the era in the high bits, a counter from the lease_epoch_seq
+ * sequence in the low 47.  The era is the WAL timeline plus a base that
+ * lease_epoch_mark keeps (epoch.c).  A promoted standby writes on a newer
+ * timeline, so its epochs exceed every epoch of the old primary, even ones
+ * whose WAL never reached the standby; the base keeps eras growing across a
+ * restore, pg_upgrade or pg_resetwal, which start again at timeline 1.
  */
 #define LEASE_EPOCH_COUNTER_BITS	47
 #define LEASE_EPOCH_COUNTER_MAX		((INT64CONST(1) << LEASE_EPOCH_COUNTER_BITS) - 1)
@@ -69,6 +72,9 @@ typedef enum LeasePlan
 	LEASE_PLAN_COUNT_ROLE,		/* leases whose latest grant a role made */
 	LEASE_PLAN_FLOOR_INSERT,	/* the first floor of (store, name) */
 	LEASE_PLAN_FLOOR_UPDATE,	/* raise a floor, unless its row is locked */
+	LEASE_PLAN_ERA_READ,		/* the epoch mark (1.5) */
+	LEASE_PLAN_ERA_RECORDED,	/* the highest epoch in leases and lease_events */
+	LEASE_PLAN_ERA_WRITE,		/* move the epoch mark */
 	LEASE_PLAN_COUNT
 } LeasePlan;
 
@@ -84,6 +90,7 @@ extern bool LeaseCallerIsSuperuser(void);
 extern bool LeaseSchema11(void);
 extern Oid	LeaseUpgradesRelid(void);
 extern Oid	LeaseFloorsRelid(void);
+extern Oid	LeaseEpochMarkRelid(void);
 
 /*
  * The columns of leases, as row_lock.c returns them in a slot (0-based).
@@ -183,7 +190,9 @@ extern void LeaseCountersInit(void);
 extern void LeaseCount(const char *name, int len, LeaseCounterKind kind);
 extern void LeaseCountText(text *name, LeaseCounterKind kind);
 
-/* epoch.c */
+/* epoch.c; the lock that serializes moves of the epoch mark ("LE") */
+#define LEASE_ERA_LOCKTAG_CLASS		0x4C45
+
 extern int64 LeaseNextEpoch(void);
 
 /* events.c */
@@ -227,15 +236,18 @@ typedef struct LeaseFloorKey
 
 extern char *LeaseStoreId(void);
 extern int64 LeaseFloorRaise(const LeaseFloorKey *key, int64 epoch);
+extern int64 LeaseFloorHold(const LeaseFloorKey *key, int64 epoch);
 extern int64 LeaseFloorCheck(const LeaseFloorKey *key, int64 epoch);
 extern int64 LeaseFloorPeek(const LeaseFloorKey *key);
 
 /* fence_downstream.c: the fence trigger on a table fenced by a floor */
-extern bool LeaseDownstreamToken(const LeaseFloorKey *key, Relation rel, int64 *token);
-extern void LeaseDownstreamCheck(const LeaseFloorKey *key, Relation rel, int64 token);
+extern void LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token);
+extern int64 LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel,
+									const int64 *epochs, int count);
 
 /* xact_state.c: the floors this transaction's writes passed */
 extern bool LeaseFloorPassed(const LeaseFloorKey *key, int64 epoch);
+extern int64 LeaseFloorPassedEpoch(const LeaseFloorKey *key);
 extern void LeaseFloorKeep(const LeaseFloorKey *key, int64 epoch);
 extern void LeaseFloorForget(const LeaseFloorKey *key);
 

@@ -88,14 +88,14 @@ LeaseLockTid(Relation rel, ItemPointer tid, LockTupleMode mode,
 bool
 LeaseFindRow(text *name, Snapshot snapshot, Relation rel, TupleTableSlot *slot)
 {
-	Relation	index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	Relation	index = index_open(LeasePrimaryKeyIndex(rel), AccessShareLock);
 	IndexScanDesc scan;
 	ScanKeyData key;
 	bool		found;
 
 	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   index->rd_indcollation[0], F_TEXTEQ, PointerGetDatum(name));
-	scan = index_beginscan(rel, index, snapshot, 1, 0);
+	scan = LeaseIndexBeginScan(rel, index, snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);

@@ -50,10 +50,11 @@
  * ExecInsertIndexTuples does for plain indexes.  replaced names the columns
  * an update set (NULL for an insert): an index none of whose columns it set
  * gets the hint that its key did not change, for bottom-up deletion.
+ * only_summarizing: a HOT update that leaves the other indexes as they are.
  */
 static void
 LeaseInsertIndexEntries(LeaseTarget *t, Relation rel, TupleTableSlot *slot,
-						const bool *replaced)
+						const bool *replaced, bool only_summarizing)
 {
 	int			i;
 
@@ -68,12 +69,14 @@ LeaseInsertIndexEntries(LeaseTarget *t, Relation rel, TupleTableSlot *slot,
 
 		if (!info->ii_ReadyForInserts)
 			continue;
+		if (only_summarizing && !LeaseIndexIsSummarizing(info))
+			continue;
 		for (k = 0; k < info->ii_NumIndexAttrs && unchanged; k++)
 			unchanged = !replaced[info->ii_IndexAttrNumbers[k] - 1];
 
 		index = index_open(t->indexes[i], RowExclusiveLock);
 		FormIndexDatum(info, slot, NULL, values, isnull);
-		(void) index_insert(index, values, isnull, &slot->tts_tid, rel,
+		(void) LeaseIndexInsert(index, values, isnull, &slot->tts_tid, rel,
 							info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
 							unchanged, info);
 		index_close(index, NoLock);
@@ -154,7 +157,7 @@ LeaseUpdateDirect(const LeaseRow *row, const Datum *values, const bool *nulls,
 	HeapTuple	tuple;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
-	bool		update_indexes;
+	LeaseUpdateIndexes update_indexes;
 	TM_Result	result;
 
 	Assert(row->tuple != NULL && ItemPointerIsValid(&row->tid));
@@ -175,8 +178,9 @@ LeaseUpdateDirect(const LeaseRow *row, const Datum *values, const bool *nulls,
 								&update_indexes);
 	if (result != TM_Ok)
 		LeaseWriteFailed(result, "updating the row of a lease");
-	if (update_indexes)
-		LeaseInsertIndexEntries(t, rel, slot, replace);
+	if (!LeaseUpdateIndexesNone(update_indexes))
+		LeaseInsertIndexEntries(t, rel, slot, replace,
+								LeaseUpdateIndexesOnlySummarizing(update_indexes));
 	LeaseSlotGiveBack(t, slot, LEASE_SLOT_WRITE);
 	table_close(rel, NoLock);
 	/* as SPI after a statement: later commands of the call see the row */
@@ -229,7 +233,7 @@ LeaseInsertEventDirect(Datum *values, bool *nulls)
 	slot = LeaseSlotFor(t, rel, LEASE_SLOT_WRITE);
 	ExecStoreHeapTuple(heap_form_tuple(RelationGetDescr(rel), values, nulls), slot, true);
 	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
-	LeaseInsertIndexEntries(t, rel, slot, NULL);
+	LeaseInsertIndexEntries(t, rel, slot, NULL, false);
 	LeaseSlotGiveBack(t, slot, LEASE_SLOT_WRITE);
 	table_close(rel, NoLock);
 	CommandCounterIncrement();

@@ -42,14 +42,14 @@ check_epoch_list(char **newval, void **extra, GucSource source)
 	LeaseEpochList *list;
 	const char *error = NULL;
 
-	list = malloc(offsetof(LeaseEpochList, epochs) + sizeof(int64) * LEASE_EPOCH_LIST_MAX);
+	list = guc_malloc(LOG, offsetof(LeaseEpochList, epochs) + sizeof(int64) * LEASE_EPOCH_LIST_MAX);
 	if (list == NULL)
 		return false;
 	if (!LeaseParseEpochList(*newval, list->epochs, LEASE_EPOCH_LIST_MAX,
 							 &list->count, &error))
 	{
 		GUC_check_errdetail("%s", error);
-		free(list);
+		guc_free(list);
 		return false;
 	}
 	*extra = list;

@@ -25,6 +25,19 @@ static int	nparts = 0;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
+/* Whether shmem_request_hook asks for all parts (15 on; see pg_compat.h). */
+static bool request_hooked = false;
+
+static void
+LeaseShmemRequestPart(const LeaseShmemPart *part)
+{
+	RequestAddinShmemSpace(part->size());
+	if (part->extra != NULL)
+		RequestAddinShmemSpace(part->extra());
+	if (part->tranche != NULL)
+		RequestNamedLWLockTranche(part->tranche, 1);
+}
+
 static void
 LeaseShmemRequest(void)
 {
@@ -33,13 +46,7 @@ LeaseShmemRequest(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	for (i = 0; i < nparts; i++)
-	{
-		RequestAddinShmemSpace(parts[i]->size());
-		if (parts[i]->extra != NULL)
-			RequestAddinShmemSpace(parts[i]->extra());
-		if (parts[i]->tranche != NULL)
-			RequestNamedLWLockTranche(parts[i]->tranche, 1);
-	}
+		LeaseShmemRequestPart(parts[i]);
 }
 
 static void
@@ -69,10 +76,13 @@ LeaseShmemRegister(const LeaseShmemPart *part)
 		elog(ERROR, "pg_lease: too many shared memory parts");
 	if (nparts == 0)
 	{
-		prev_shmem_request_hook = shmem_request_hook;
-		shmem_request_hook = LeaseShmemRequest;
+		request_hooked = LeaseShmemRequestHookSet(LeaseShmemRequest,
+												  &prev_shmem_request_hook);
 		prev_shmem_startup_hook = shmem_startup_hook;
 		shmem_startup_hook = LeaseShmemStartup;
 	}
 	parts[nparts++] = part;
+	/* no request hook: ask now, from _PG_init, as the older majors want */
+	if (!request_hooked)
+		LeaseShmemRequestPart(part);
 }

@@ -45,7 +45,6 @@
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
-#include "utils/wait_event.h"
 
 /* Polling interval: short at first, as most writers end within a moment. */
 #define LEASE_POLL_MIN_MS		1
@@ -87,7 +86,7 @@ LeaseKeyShareLockers(Relation rel, ItemPointer tid)
 	TransactionId xmax;
 
 	tuple.t_self = *tid;
-	if (!heap_fetch(rel, SnapshotAny, &tuple, &buffer, true))
+	if (!LeaseHeapFetch(rel, SnapshotAny, &tuple, &buffer, true))
 	{
 		if (BufferIsValid(buffer))
 			ReleaseBuffer(buffer);
@@ -143,7 +142,7 @@ LeaseSignalLockers(LeaseXids lockers, LeaseTakeover *takeover, double now_ms)
 		{
 			PGPROC	   *proc = &ProcGlobal->allProcs[i];
 
-			if (proc->xid == lockers.xids[x])
+			if (LeaseProcXid(proc) == lockers.xids[x])
 			{
 				LeaseEvictProc(takeover, proc, lockers.xids[x], now_ms);
 				break;

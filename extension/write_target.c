@@ -202,7 +202,7 @@ LeaseTargetBuild(LeaseTarget *t, LeaseTargetId id, Relation rel)
 	{
 		t->direct = LeaseColumnsAre(RelationGetDescr(rel), event_columns, LEASE_EVENT_NATTS);
 		if (t->direct)
-			t->identity = getIdentitySequence(t->relid, LEASE_EVENT_COL_ID + 1, true);
+			t->identity = LeaseIdentitySequence(rel, LEASE_EVENT_COL_ID + 1, true);
 		t->direct = t->direct && OidIsValid(t->identity);
 	}
 	t->direct = t->direct && rel->rd_rel->relkind == RELKIND_RELATION;

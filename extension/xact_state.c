@@ -318,6 +318,15 @@ LeaseFloorPassed(const LeaseFloorKey *key, int64 epoch)
 	return link != NULL && (*link)->state.epoch == epoch;
 }
 
+/* The token a write of this transaction passed the floor of key with; 0 if none. */
+int64
+LeaseFloorPassedEpoch(const LeaseFloorKey *key)
+{
+	LeaseXactEntry **link = FloorPassFind(key);
+
+	return link != NULL ? (*link)->state.epoch : 0;
+}
+
 void
 LeaseFloorKeep(const LeaseFloorKey *key, int64 epoch)
 {

@@ -45,6 +45,18 @@ SELECT acquired FROM lease_acquire('revoked', 'a', '30s');
 SELECT pg_sleep(1.1);
 SELECT acquired, holder FROM lease_acquire('revoked', 'b', '30s');
 
+-- handover keeps it: the successor's grant, lost without release (it
+-- expires), still holds everyone else off until the delay has passed
+SELECT epoch AS ho1 FROM lease_acquire('handed', 'a', '2s', '1h') \gset
+SELECT lease_handover('handed', 'a', :ho1, 'b') > :ho1 AS handed_over;
+SELECT holder, lock_delay FROM leases WHERE name = 'handed';
+DO $$ BEGIN
+	WHILE (SELECT expires_at > clock_timestamp() FROM leases WHERE name = 'handed') LOOP
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
+SELECT acquired, holder FROM lease_acquire('handed', 'c', '30s');
+
 -- bad values
 SELECT lease_acquire('x', 'a', '30s', NULL);
 SELECT lease_acquire('x', 'a', '30s', '-1s');

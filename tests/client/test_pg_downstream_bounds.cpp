@@ -129,7 +129,9 @@ TEST(Downstream, ARaiseCutOffAtTheDeadlineStopsOnTheServerToo) {
     const pglease::fence_token old_token = old.token();
     pqxx::connection writer{env("PGLEASE_DOWNSTREAM")};
     pqxx::work open_tx{writer};
-    open_tx.exec("SET LOCAL pg_lease.epoch = '" + std::to_string(old.grant.epoch()) + "'");
+    // the token named for the lease (1.5: only a named token raises a floor)
+    open_tx.exec("SELECT lease_use(" + open_tx.quote(lease) + ", " +
+                 std::to_string(old.grant.epoch()) + ")");
     open_tx.exec("INSERT INTO " + table + " VALUES (1, NULL)"); // raises the floor to the old epoch
     std::this_thread::sleep_for(1200ms);                        // the old grant expires
 

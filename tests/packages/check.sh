@@ -28,7 +28,7 @@ for p in libpglease-dev pglease postgresql-15-pg-lease; do
 	check "$p is installed" installed "$p"
 done
 check "the extension is where PostgreSQL looks" \
-	test -f "$(pg_config --pkglibdir)/pg_lease.so" -a -f "$(pg_config --sharedir)/extension/pg_lease--1.3--1.4.sql"
+	test -f "$(pg_config --pkglibdir)/pg_lease.so" -a -f "$(pg_config --sharedir)/extension/pg_lease--1.4--1.5.sql"
 check "headers, CMake package and pkg-config file are installed" \
 	test -f /usr/include/pglease/pglease.hpp -a -f /usr/lib/cmake/pglease/pgleaseConfig.cmake -a -f /usr/lib/pkgconfig/pglease.pc
 check "the command is on PATH" test "$(command -v pglease)" = /usr/bin/pglease
@@ -76,7 +76,7 @@ check "pglease::testing from the installed package: the example unit test builds
 # --- run it against a server with the packaged extension ---------------------
 pg_cluster_start packages
 q "CREATE EXTENSION pg_lease" >/dev/null
-check "the packaged extension is version 1.4" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.4
+check "the packaged extension is version 1.5" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.5
 q "CREATE TABLE ticks (id bigserial PRIMARY KEY, epoch bigint, at timestamptz DEFAULT now())" >/dev/null
 q "SELECT lease_fence('ticks', 'ticker')" >/dev/null
 "$consumer/build/leader_worker" ticker >"$work/worker.log" 2>&1 &

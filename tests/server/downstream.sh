@@ -4,7 +4,8 @@
 # old leader's write in flight during the new leader's raise is ended and
 # never commits; its later writes are refused (LS001); the new leader's
 # pass.  Floors survive a crash of the downstream, also when the session
-# that raised had synchronous_commit off.
+# that raised (with lease_raise, or with a fenced write of a named token)
+# had synchronous_commit off.  1.5: an unnamed token never moves a floor.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
@@ -31,8 +32,10 @@ check "the downstream's own id differs from the store's" test "$(q "SELECT lease
 store_env
 epoch_a=$(q "SELECT epoch FROM lease_acquire('sched', 'a', '1s')")
 pg_cluster_use down
-check "A's first write passes and raises the floor" \
-	q "BEGIN; SET LOCAL pg_lease.epoch = $epoch_a; INSERT INTO jobs VALUES (1, 'a', NULL); COMMIT;"
+check "A's first write with its unnamed token is refused (LS003): it raised no floor" \
+	test "$(sql_state "BEGIN; SET LOCAL pg_lease.epoch = $epoch_a; INSERT INTO jobs VALUES (1, 'a', NULL); COMMIT;")" = LS003
+check "A's first write with its token named for the lease passes and raises the floor" \
+	q "BEGIN; SELECT lease_use('sched', $epoch_a); INSERT INTO jobs VALUES (1, 'a', NULL); COMMIT;"
 check "the floor is A's epoch" test "$(q "SELECT epoch FROM lease_floors WHERE store = \$\$$store_id\$\$ AND name = 'sched'")" = "$epoch_a"
 
 # --- A pauses inside a transaction with a write in flight ---------------------
@@ -83,13 +86,29 @@ pg_cluster_use down
 check "C's raise, with synchronous_commit off in its session, returns true" \
 	test "$(PGOPTIONS='-c synchronous_commit=off' q "SELECT lease_raise(\$\$$store_id\$\$, 'sched', $epoch_c)")" = t
 pg_cluster_stop down immediate
-pg_cluster_start down
+pg_cluster_start down -c wal_writer_delay=10s
 check "after a crash the floor is still C's epoch" \
 	test "$(q "SELECT epoch FROM lease_floors WHERE store = \$\$$store_id\$\$ AND name = 'sched'")" = "$epoch_c"
 check "after a crash B's write is refused" \
 	test "$(sql_state "INSERT INTO jobs VALUES (6, 'b after crash', $epoch_b)")" = LS001
 check "after a crash C's write passes" q "INSERT INTO jobs VALUES (7, 'c', $epoch_c)"
+
+# a fenced write that raises the floor, acknowledged with synchronous_commit
+# off (the WAL writer asleep for 10 s): the raise is durable all the same
+store_env
+q "SELECT lease_release('sched', 'c', $epoch_c)" >/dev/null
+epoch_d=$(q "SELECT epoch FROM lease_acquire('sched', 'd', '30s') WHERE acquired")
+pg_cluster_use down
+check "D's fenced write with synchronous_commit off raises the floor" \
+	env PGOPTIONS='-c synchronous_commit=off' psql -X -q -o /dev/null -v ON_ERROR_STOP=1 \
+	-c "BEGIN; SELECT lease_use('sched', $epoch_d); INSERT INTO jobs VALUES (8, 'd', NULL); COMMIT;"
+pg_cluster_stop down immediate
+pg_cluster_start down
+check "after a crash the floor is D's epoch" \
+	test "$(q "SELECT epoch FROM lease_floors WHERE store = \$\$$store_id\$\$ AND name = 'sched'")" = "$epoch_d"
+check "after a crash C's write is refused" \
+	test "$(sql_state "INSERT INTO jobs VALUES (9, 'c after crash', $epoch_c)")" = LS001
 check "the table holds exactly the writes that passed" \
-	test "$(q "SELECT string_agg(id || ':' || who, ',' ORDER BY id) FROM jobs")" = "1:a,5:b,7:c"
+	test "$(q "SELECT string_agg(id || ':' || who, ',' ORDER BY id) FROM jobs")" = "1:a,5:b,7:c,8:d"
 
 finish

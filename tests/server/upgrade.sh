@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Upgrades 1.0 -> 1.1 -> 1.2 -> 1.3 and 1.1 -> 1.2 -> 1.3: the new library
+# Upgrades 1.0 -> ... -> 1.5 and 1.1 -> ... -> 1.5: the new library
 # works on the old schemas until ALTER EXTENSION ... UPDATE (renewals must
 # not stop while an operator upgrades), each update keeps every lease and
-# epoch, and both paths leave the same objects as a fresh 1.3 install.
+# epoch, and both paths leave the same objects as a fresh install.
 # (upgrade_mixed.sh: the update while 1.2 libraries still run.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -68,8 +68,8 @@ check "1.3: lease_writers shows a fenced transaction" \
 
 # --- 1.3 -> 1.4: downstream fences ------------------------------------------
 q "CREATE TABLE up_copies (id int, epoch bigint)" >/dev/null
-q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
-check "updated to 1.4 (the default)" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.4
+q "ALTER EXTENSION pg_lease UPDATE TO '1.4'" >/dev/null
+check "updated to 1.4" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.4
 check "1.4 needs no compatibility period: nothing recorded" test "$(q "SELECT count(*) FROM lease_upgrades WHERE version = '1.4'")" = 0
 check "1.4: the old fence keeps its two arguments and still guards its table" \
 	grep -q LS001 <<<"$(psql -X -q -v VERBOSITY=verbose -c "BEGIN; SELECT lease_use('up', $epoch); INSERT INTO up_jobs VALUES (3); COMMIT;" 2>&1 || true)"
@@ -79,6 +79,24 @@ check "1.4: a downstream fence refuses a token below the floor" \
 	grep -q LS001 <<<"$(psql -X -q -v VERBOSITY=verbose -c "INSERT INTO up_copies VALUES (1, 6)" 2>&1 || true)"
 check "1.4: and takes one at the floor" q "INSERT INTO up_copies VALUES (1, 7)"
 check "1.4: lease_floors shows the floor" test "$(q "SELECT store || ' ' || name || ' ' || epoch FROM lease_floors")" = "other/db job 7"
+
+# --- 1.4 -> 1.5: named tokens move floors; the epoch mark ---------------------
+before_15=$(q "SELECT max(epoch) FROM lease_events")
+q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
+check "updated to 1.5 (the default)" test "$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.5
+check "1.5: the floor of 1.4 is kept, and its token passes" q "INSERT INTO up_copies VALUES (2, 7)"
+check "1.5: an unnamed token above the floor is refused (LS003) and raises nothing" \
+	grep -q LS003 <<<"$(psql -X -q -v VERBOSITY=verbose -c "INSERT INTO up_copies VALUES (3, 8)" 2>&1 || true)"
+check "1.5: a token named for the lease raises it" \
+	q "BEGIN; SELECT lease_use('job', 8); INSERT INTO up_copies VALUES (3, NULL); COMMIT;"
+check "1.5: no epoch mark before the first grant" test "$(q "SELECT count(*) FROM lease_epoch_mark")" = 0
+q "SELECT lease_revoke('up')" >/dev/null
+after_15=$(q "SELECT epoch FROM lease_acquire('up', 'after', '30s')")
+check "1.5: the first grant ($after_15) is above every epoch recorded before the update ($before_15)" \
+	test "$after_15" -gt "$before_15"
+check "1.5: and records the mark" test "$(q "SELECT count(*) FROM lease_epoch_mark")" = 1
+check "1.5: lease_writers has the store column" \
+	test "$(q "SELECT count(*) FROM information_schema.columns WHERE table_name = 'lease_writers' AND column_name = 'store'")" = 1
 
 # --- a 1.1 install updated to 1.2 --------------------------------------------
 PGDATABASE=mid q "CREATE EXTENSION pg_lease VERSION '1.1'" >/dev/null
@@ -90,11 +108,11 @@ check "1.1 updated to 1.2" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_e
 check "1.1 -> 1.2: the shard shows in lease_group_shards" \
 	test "$(PGDATABASE=mid q "SELECT holder || ' ' || epoch FROM lease_group_shards WHERE group_name = 'g'")" = "x $mid_epoch"
 PGDATABASE=mid q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
-check "1.1 -> 1.2 -> 1.3 -> 1.4" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.4
+check "1.1 -> 1.2 -> 1.3 -> 1.4 -> 1.5" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.5
 
 # --- same objects as a fresh install ----------------------------------------
 PGDATABASE=fresh q "CREATE EXTENSION pg_lease" >/dev/null
-check "a fresh install is version 1.4" test "$(PGDATABASE=fresh q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.4
+check "a fresh install is version 1.5" test "$(PGDATABASE=fresh q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.5
 check "a fresh install records no update" test "$(PGDATABASE=fresh q "SELECT count(*) FROM lease_upgrades")" = 0
 describe()
 {
@@ -120,15 +138,18 @@ UNION ALL
 SELECT 'function ' || p.oid::regprocedure || ' ' || p.prosecdef || ' ' || coalesce(p.proconfig::text, '')
        || ' ' || coalesce(p.proacl::text, '') || ' ' || md5(p.prosrc) || ' -- ' || coalesce(obj_description(p.oid, 'pg_proc'), '')
   FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'dumped with the data: ' || string_agg(c::regclass::text, ', ' ORDER BY c::regclass::text)
+  FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'pg_lease'
 ORDER BY 1;
 SQL
 }
 describe old >"$PG_CLUSTER_ROOT/old.txt"
 describe mid >"$PG_CLUSTER_ROOT/mid.txt"
 describe fresh >"$PG_CLUSTER_ROOT/fresh.txt"
-check "1.0 -> 1.1 -> 1.2 -> 1.3 -> 1.4 describes the same objects as a fresh 1.4 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
+check "1.0 -> 1.1 -> 1.2 -> 1.3 -> 1.4 -> 1.5 describes the same objects as a fresh 1.5 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
 	diff "$PG_CLUSTER_ROOT/old.txt" "$PG_CLUSTER_ROOT/fresh.txt"
-check "1.1 -> 1.2 -> 1.3 -> 1.4 describes the same objects as a fresh 1.4" \
+check "1.1 -> 1.2 -> 1.3 -> 1.4 -> 1.5 describes the same objects as a fresh 1.5" \
 	diff "$PG_CLUSTER_ROOT/mid.txt" "$PG_CLUSTER_ROOT/fresh.txt"
 
 finish

@@ -5,7 +5,9 @@
 # 1.3 backends lock grants in the lock manager.  Until no 1.2 backend can be
 # left, both kinds must stop each other's stale writes:
 #   - a 1.2 writer stalled in its transaction holds up a 1.3 takeover, which
-#     ends it after pg_lease.takeover_timeout; its row never commits;
+#     ends it after pg_lease.takeover_timeout; its row never commits; no
+#     other session is ended (bystanders in a transaction, connected before
+#     and after the writer, and an idle old session);
 #   - a 1.3 writer stalled in its transaction holds up a 1.2 takeover (the
 #     1.3 writer keeps 1.2's row lock as well), which ends it; its row never
 #     commits;
@@ -55,9 +57,29 @@ wait_file()
 	echo "upgrade_mixed: timed out waiting for $1" >&2
 	return 1
 }
-# the psql line a session runs to wait for a handshake file (bounded)
-wait_cmd() { echo "\\! timeout 30 bash -c 'until [ -f $work/$1 ]; do sleep 0.05; done'"; }
+# the psql line a session runs to wait for a handshake file (bounded: 30 s,
+# or the seconds given)
+wait_cmd() { echo "\\! timeout ${2:-30} bash -c 'until [ -f $work/$1 ]; do sleep 0.05; done'"; }
 expire_wait() { sleep $((ttl + 1)); }
+
+# bystander N: a session in a transaction with an xid, waiting; it must
+# never be ended by a takeover that looks for the 1.2 writer's transaction
+bystander()
+{
+	psql -X -q -A -t >"$work/by$1.out" 2>&1 <<SQL &
+SELECT pg_backend_pid() \g $work/by$1.pid
+BEGIN;
+SELECT txid_current() > 0;
+\! touch $work/by$1.ready
+$(wait_cmd by.end 300)
+COMMIT;
+SELECT 'bystander alive';
+SQL
+	bystanders+=($!)
+	wait_file "$work/by$1.ready"
+}
+bystanders=()
+bystander 1
 
 # --- two sessions that load the 1.2 library, then wait ----------------------
 psql -X -q -A -t >"$work/o1.out" 2>&1 <<SQL &
@@ -99,6 +121,7 @@ SQL
 o2=$!
 wait_file "$work/o1.ready"
 wait_file "$work/o2.ready"
+bystander 2
 
 # --- the 1.3 library replaces the file; new sessions load it ----------------
 make -s -C "$root" -f Makefile.pgxs install DESTDIR="$work/pg/root" >"$work/new-install.log" 2>&1
@@ -131,6 +154,11 @@ check "the stalled 1.2 writer was evicted (event with its pid)" \
 touch "$work/o1.end"
 wait "$o1" || true
 check "the stalled 1.2 writer's row never committed" test "$(q "SELECT count(*) FROM jobs WHERE id = 1")" = 0
+others="$(cat "$work/by1.pid"), $(cat "$work/by2.pid"), $(cat "$work/o2.pid")"
+check "no other session was ended: both bystanders and the idle old session are there" \
+	test "$(q "SELECT count(*) FROM pg_stat_activity WHERE pid IN ($others)")" = 3
+check "... and no eviction names them" \
+	test "$(q "SELECT count(*) FROM lease_events WHERE event = 'evict' AND pid IN ($others)")" = 0
 
 # --- a 1.3 writer stalls; a 1.2 takeover must end it too ---------------------
 psql -X -q -A -t >"$work/n1.out" 2>&1 <<SQL &
@@ -160,6 +188,9 @@ check "the stalled 1.3 writer was evicted by the 1.2 takeover" \
 # --- the old sessions end: 1.3 writers stop taking the row lock -------------
 touch "$work/o2.end"
 wait "$o2" || true
+touch "$work/by.end"
+wait "${bystanders[@]}" || true
+check "the bystanders' transactions committed" test "$(cat "$work/by1.out" "$work/by2.out" | grep -c 'bystander alive')" = 2
 q "SELECT lease_revoke('mx')" >/dev/null
 epoch3=$(q "SELECT epoch FROM lease_acquire('mx', 'c', '30s')")
 psql -X -q -A -t >"$work/n2.out" 2>&1 <<SQL &

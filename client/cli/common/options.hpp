@@ -36,7 +36,8 @@ struct run_args {
     /// a failover); 0 = give up at the first failure. Default 60s.
     std::chrono::milliseconds connect_timeout{60000};
     /// --downstream (repeatable): databases whose tables the lease fences
-    /// by its floor (extension 1.4); raised before the job starts.
+    /// by its floor (extension 1.4); raised before the job starts, so the job's
+    /// unnamed token (PGOPTIONS) is the floor and passes (extension 1.5).
     std::vector<std::string> downstreams;
     run_timing timing;
     std::optional<http_endpoint> http; ///< --http: serve /healthz and /metrics
