@@ -109,6 +109,21 @@ unix_socket_directories = '$dir'
 CONF
 }
 
+# pg_cluster_promote NAME: promote standby NAME, point the PG* variables at
+# it, and wait (at most 10 s) until it accepts writes.
+pg_cluster_promote()
+{
+	local i
+	pg_as_owner "$PG_BIN/pg_ctl" -D "$(pg_cluster_dir "$1")/data" -w promote >/dev/null
+	pg_cluster_use "$1"
+	for i in $(seq 100); do
+		[ "$(psql -X -q -A -t -c "SELECT pg_is_in_recovery()")" = f ] && return 0
+		sleep 0.1
+	done
+	echo "pg_cluster_promote: $1 still in recovery after 10 s" >&2
+	return 1
+}
+
 # pg_cluster_stop NAME [mode]: mode is fast (default) or immediate.
 pg_cluster_stop()
 {

@@ -17,15 +17,6 @@ source "$here/lib.sh"
 era() { echo $(($1 >> 47)); }
 max_epoch() { q "SELECT greatest((SELECT max(epoch) FROM leases), (SELECT max(epoch) FROM lease_events))"; }
 timeline() { q "SELECT timeline_id FROM pg_control_checkpoint()"; }
-promote()
-{
-	pg_as_owner "$PG_BIN/pg_ctl" -D "$(pg_cluster_dir "$1")/data" -w promote >/dev/null
-	for _ in $(seq 100); do
-		[ "$(q "SELECT pg_is_in_recovery()")" = f ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # grant NAME HOLDER: a new grant (whoever held it is revoked first); prints the epoch
 grant() { q "SELECT lease_revoke('$1')" >/dev/null; q "SELECT epoch FROM lease_acquire('$1', '$2', '1h')"; }
 
@@ -36,7 +27,7 @@ grant sched a >/dev/null
 pg_cluster_stop old
 pg_as_owner touch "$(pg_cluster_dir old)/data/standby.signal"
 pg_cluster_start old
-promote old
+pg_cluster_promote old
 for i in 1 2 3; do grant sched "a$i" >/dev/null; done
 check "the store is on timeline 2" test "$(timeline)" = 2
 old_max=$(max_epoch)
@@ -79,7 +70,7 @@ pg_cluster_stop new immediate
 
 # --- that standby, promoted without the mark's move ------------------------
 pg_cluster_start standby
-promote standby
+pg_cluster_promote standby
 e_standby=$(grant sched standby)
 check "the promoted standby's epoch ($e_standby) is above the restored primary's ($restored_max)" \
 	test "$e_standby" -gt "$restored_max"
@@ -116,7 +107,7 @@ e_upgraded=$(grant sched upgraded)
 check "the first epoch after pg_upgrade ($e_upgraded) is above every earlier one ($old_max)" test "$e_upgraded" -gt "$old_max"
 pg_cluster_stop upgraded immediate
 pg_cluster_start upstandby
-promote upstandby
+pg_cluster_promote upstandby
 e_upstandby=$(grant sched upstandby)
 check "the upgraded store's standby, promoted without the mark's move, issues a larger epoch ($e_upstandby > $e_upgraded)" \
 	test "$e_upstandby" -gt "$e_upgraded"
