@@ -71,7 +71,7 @@ start=$(date +%s%N)
 "$PGLEASE" release "$lease" --identity holder --epoch "$held"
 wait_pid "$pid" 10
 elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
-[ "$RC" -eq 0 ] || fail "handover run exited $RC"
+[ "$RC" -eq 0 ] || { sed 's/^/  run stderr: /' "$TMP/wait.err" >&2; fail "handover run exited $RC"; }
 [ "$(cat "$TMP/handover")" -gt "$held" ] || fail "handover epoch not larger"
 [ "$elapsed" -lt 3000 ] || fail "handover took ${elapsed} ms (the lease had 30 s left)"
 pass "release hands over to a waiting run in ${elapsed} ms"
