@@ -1,24 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * fence.c
- *	  The fence trigger, and lease_use which declares a transaction's token.
+ *	  The fence trigger: which token a write carries, and whether it passes.
  *
- * The trigger is BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, plus
- * BEFORE TRUNCATE FOR EACH STATEMENT, installed by lease_fence() with two
- * arguments: the lease name and the epoch column.  A write passes only if
- * its token is the lease's current epoch, the lease has a holder and has not
- * expired.  The check share-locks the token's grant in the lock manager
+ * BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, plus BEFORE TRUNCATE FOR
+ * EACH STATEMENT, installed by lease_fence() with the lease name and the
+ * epoch column.  A write passes only if its token is the lease's current,
+ * held, unexpired epoch.  The check share-locks the token's grant
  * (fence_lock.c) until the transaction ends, then reads the lease row, so
- * no change of holder can commit while a write that passed is still open;
- * renewals, which never take that lock, go on meanwhile.
- *
- * With a third argument, the lease store, the table is fenced downstream:
- * by the floor of a lease of another database (fence_downstream.c).
- *
- * Hot path: the trigger's arguments and column number are kept for the
- * statement (fn_extra) and the lease row read under the lock for the
- * transaction (xact_state.c), so a row after the first costs a clock read,
- * no lookup.
+ * no change of holder commits while a write that passed is open; renewals
+ * never take that lock.  A third argument, the lease store, fences the
+ * table by a floor instead (fence_downstream.c); tokens are declared with
+ * lease_use (fence_use.c).  Hot path: the arguments are kept for the
+ * statement (fn_extra), the row for the transaction (xact_state.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -403,39 +397,4 @@ lease_fence_trigger(PG_FUNCTION_ARGS)
 							   FenceStamp(config, rel, trigdata->tg_trigtuple, token));
 	return PointerGetDatum(source == FENCE_TOKEN_ROW ? trigdata->tg_newtuple :
 						   FenceStamp(config, rel, trigdata->tg_newtuple, token));
-}
-
-/*
- * Declare the token that this transaction's writes to tables fenced by the
- * lease carry.  Transaction-scoped, so it works through transaction poolers.
- */
-PG_FUNCTION_INFO_V1(lease_use);
-Datum
-lease_use(PG_FUNCTION_ARGS)
-{
-	text	   *name = LeaseLabelArg(fcinfo, 0, "lease name");
-	int64		epoch = LeaseEpochArg(fcinfo, 1);
-	LeaseRowState row;
-	char	   *str;
-
-	if (epoch <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("epoch must be positive")));
-	WarnNoTransactionBlock(true, "lease_use()");
-	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
-	str = text_to_cstring(name);
-	LeaseDeclareToken(str, epoch);
-	/*
-	 * A fenced transaction from here on: the grant's fence lock, at once,
-	 * when the token is this database's grant of the lease.  A token of
-	 * another store's lease (a downstream fence) takes only its floor's
-	 * lock, at its first write: epochs of different stores share numbers,
-	 * and a local lock of the same number would tie it to an unrelated
-	 * local grant (SPEC "Changes in 1.5").  A token not yet granted here is
-	 * locked by the trigger at its first write.
-	 */
-	if (LeaseLockedGrant(str) == NULL && LeasePeekRow(str, &row) && row.epoch == epoch)
-		(void) LeaseLockGrantShared(str, epoch);
-	PG_RETURN_VOID();
 }
