@@ -4,7 +4,7 @@
  *	  Module entry point: settings, caches and transaction callbacks.
  *
  * The rest lives in one file per job: lease.c (acquire, renew, release,
- * revoke), fence.c (the fence trigger and lease_use), epoch.c (tokens),
+ * revoke), fence.c (the fence trigger), fence_use.c (lease_use), epoch.c (tokens),
  * events.c (history and NOTIFY), retention.c (its pruning), xact_state.c (per-transaction state),
  * grant_cache.c (lease rows kept across transactions),
  * catalog.c (prepared statements), row_lock.c and row_write.c (lease rows
