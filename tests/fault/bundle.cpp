@@ -19,7 +19,8 @@ json fault_json(const fault_record& f) {
             {"detail", f.detail},
             {"target", f.target},
             {"blocks_service", f.blocks_service},
-            {"allow_ms", f.allow_ms}};
+            {"allow_ms", f.allow_ms},
+            {"epoch", f.epoch}};
 }
 
 fault_record fault_from(const json& j) {
@@ -32,6 +33,7 @@ fault_record fault_from(const json& j) {
     f.target = j.value("target", "");
     f.blocks_service = j.value("blocks_service", false);
     f.allow_ms = j.value("allow_ms", std::int64_t{0});
+    f.epoch = j.value("epoch", std::int64_t{0});
     return f;
 }
 

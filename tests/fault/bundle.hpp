@@ -30,6 +30,7 @@ struct fault_record {
     std::string target;          ///< worker label hit, if any
     bool blocks_service = false; ///< no server while it lasted (crash, failover)
     std::int64_t allow_ms = 0;   ///< extra liveness allowance (a server clock stepped back)
+    std::int64_t epoch = 0;      ///< the grant a kill hit (its target held it), if known
 };
 
 /// What a phase allows.

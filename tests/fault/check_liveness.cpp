@@ -57,6 +57,13 @@ std::map<std::string, std::vector<term>> terms_per_lease(const check_context& c)
             if (auto it = terms.find({r.value("L", ""), r.value("e", std::int64_t{0})});
                 it != terms.end())
                 it->second.ends = std::min(it->second.ends, r["t"].get<std::int64_t>());
+    // A holder killed between its grant's commit and the reply never
+    // recorded it, yet the lease was held until that grant expired, at
+    // most ttl after the kill: the term the kill hit is that long.
+    for (const auto& f : c.faults)
+        if (f.epoch != 0 && !f.lease.empty())
+            terms.try_emplace({f.lease, f.epoch},
+                              term{f.target + ".killed", f.epoch, f.t, f.t + c.ttl});
     std::map<std::string, std::vector<term>> out;
     for (const auto& [key, t] : terms)
         out[key.first].push_back(t);

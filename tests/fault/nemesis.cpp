@@ -20,9 +20,10 @@ namespace {
 /// The identity holding a valid grant of @p lease now ("" if none or unknown).
 std::string valid_holder(phase& ph, const std::string& lease) {
     try {
-        pqxx::connection c{ph.primary().conninfo()};
-        pqxx::nontransaction tx{c};
-        auto r = tx.exec_params("SELECT holder FROM lease_status WHERE name = $1 AND valid", lease);
+        const auto r = ph.ask([&](pqxx::nontransaction& tx) {
+            return tx.exec_params("SELECT holder FROM lease_status WHERE name = $1 AND valid",
+                                  lease);
+        });
         if (!r.empty() && !r[0][0].is_null())
             return r[0][0].as<std::string>();
     } catch (const std::exception&) {
@@ -88,7 +89,7 @@ bool inject_kill(phase& ph, const std::string& lease, bool storm, const std::str
     const bool hit = same_process(valid_holder(ph, lease), l->label);
     ph.replace(l->pid, storm);
     if (hit)
-        ph.record({kind, lease, t, t, "", l->label, false, 0});
+        ph.record({kind, lease, t, t, "", l->label, false, 0, l->epoch});
     return hit;
 }
 

@@ -54,6 +54,7 @@ phase::phase(const settings& s, std::string name, std::mt19937& rng)
 }
 
 phase::~phase() {
+    m_control.reset();
     for (auto& p : m_procs)
         terminate_process(p.pid, 100);
     m_pool.reset();
@@ -165,8 +166,8 @@ cluster& phase::add_standby(const std::vector<std::string>& extra) {
     return n;
 }
 
-void phase::use_fleet_load() {
-    m_listen = false;
+void phase::use_fleet_load(bool listen) {
+    m_listen = m_listen && listen;
     m_sample_ms = 10;
     m_write_interval_ms = 50;
 }
@@ -218,12 +219,29 @@ void phase::replace(int pid, bool storm) {
         }
 }
 
+pqxx::result phase::ask(const std::function<pqxx::result(pqxx::nontransaction&)>& query) {
+    const auto& conninfo = primary().conninfo();
+    if (m_control && (m_control_to != conninfo || !m_control->is_open()))
+        m_control.reset();
+    if (!m_control) {
+        m_control = std::make_unique<pqxx::connection>(conninfo);
+        m_control_to = conninfo;
+    }
+    try {
+        pqxx::nontransaction tx{*m_control};
+        return query(tx);
+    } catch (const pqxx::broken_connection&) {
+        m_control.reset();
+        throw;
+    }
+}
+
 std::optional<leader_info> phase::leader(const std::string& lease) {
     try {
-        pqxx::connection c{primary().conninfo()};
-        pqxx::nontransaction tx{c};
-        auto r = tx.exec_params("SELECT holder, epoch FROM lease_status WHERE name = $1 AND valid",
-                                lease);
+        const auto r = ask([&](pqxx::nontransaction& tx) {
+            return tx.exec_params(
+                "SELECT holder, epoch FROM lease_status WHERE name = $1 AND valid", lease);
+        });
         if (r.empty())
             return std::nullopt;
         const auto holder = r[0][0].as<std::string>();

@@ -9,7 +9,9 @@
 #include "options.hpp"
 
 #include <pqxx/connection>
+#include <pqxx/nontransaction>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -44,9 +46,10 @@ public:
     void set_worker_env(std::vector<std::string> env) { m_env = std::move(env); }
     /// Workers connect through pgbouncer (transaction pooling, no LISTEN).
     void use_pool();
-    /// Hundreds of workers on 2 cores: no LISTEN (candidates poll at the
-    /// retry period), held() sampled every 10 ms, a write every 50 ms.
-    void use_fleet_load();
+    /// Dozens of workers on 2 cores: held() sampled every 10 ms, a write
+    /// every 50 ms; with @p listen false (hundreds), no LISTEN either
+    /// (candidates poll at the retry period).
+    void use_fleet_load(bool listen);
     /// A downstream database on the primary's cluster (downstream.hpp):
     /// workers also write there, and raise its floors at each term.
     void add_downstream();
@@ -55,6 +58,11 @@ public:
     /// Replaces the (killed) process @p pid by a fresh worker on its lease.
     void replace(int pid, bool storm);
 
+    /// Runs @p query on the controller's own session to the primary, kept
+    /// open between calls (a storm's server starts sessions slowly, and a
+    /// leader looked up on a new session may have lost its grant by the
+    /// answer); a broken session is dropped and the next call opens one.
+    pqxx::result ask(const std::function<pqxx::result(pqxx::nontransaction&)>& query);
     /// The live process whose identity holds a valid grant of @p lease.
     std::optional<leader_info> leader(const std::string& lease);
     /// Waits up to @p timeout_ms for one.
@@ -108,6 +116,8 @@ private:
     std::string m_conninfo;
     std::string m_downstream; ///< the downstream database's conninfo, or empty
     std::vector<std::string> m_env;
+    std::unique_ptr<pqxx::connection> m_control; ///< ask()'s session
+    std::string m_control_to;                    ///< ... and its conninfo
     bool m_listen = true;
     int m_sample_ms = 2, m_write_interval_ms = 20;
 };

@@ -102,8 +102,8 @@ public:
         b.writes.push_back({"l0", label, ops, seq, e, ord});
     }
     void fault(const std::string& kind, std::int64_t t, std::int64_t end,
-               const std::string& target = {}, bool blocks = false) {
-        b.faults.push_back({kind, "l0", at_ms(t), at_ms(end), "", target, blocks, 0});
+               const std::string& target = {}, bool blocks = false, std::int64_t epoch = 0) {
+        b.faults.push_back({kind, "l0", at_ms(t), at_ms(end), "", target, blocks, 0, epoch});
     }
 
     phase_bundle b;
@@ -214,6 +214,12 @@ std::vector<test_case> cases() {
                                     {"t", at_ms(7500)},
                                     {"r", "ok"}});
          }},
+        // p2 was granted epoch 7 and killed before it recorded the grant:
+        // the lease was held until ttl after the kill, then B took it.
+        {"clean: a holder killed before it recorded its grant held it until ttl after the kill", "",
+         [](builder& h) { h.fault("kill", 5500, 5500, "p2", false, 7); }, 8000},
+        {"a kill's unrecorded grant counts for ttl after the kill, not longer", "liveness",
+         [](builder& h) { h.fault("kill", 4200, 4200, "p2", false, 7); }, 8000},
         {"clean: overlapping held() where the server clock stepped", "",
          [](builder& h) {
              h.b.expect.server_clock_stepped = true;

@@ -14,6 +14,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <random>
@@ -191,7 +192,7 @@ int run_worker(const worker_settings& s) {
                           {"w", identity},
                           {"L", s.lease},
                           {"e", epoch}});
-                st.epoch.store(epoch);
+                st.lead(epoch);
                 stop.wait();
                 h.append({{"op", "unlead"},
                           {"t", mono_ns()},
@@ -231,7 +232,7 @@ int run_worker(const worker_settings& s) {
             until = std::min(end, mono_ns() + static_cast<std::int64_t>(hold(rng)) * 1000000);
         }
         while (!g_stop.load() && mono_ns() < until)
-            sleep_ms(10);
+            sleep_ms(std::clamp<std::int64_t>((until - mono_ns()) / 1000000, 1, 50));
         if (s.storm && !g_stop.load())
             h.append({{"op", "resign"}, {"t", mono_ns()}, {"w", identity}, {"L", s.lease}});
         {

@@ -166,7 +166,7 @@ void writer_loop(const worker_settings& s, history_file& h, worker_state& st, st
     while (!st.stop.load() && mono_ns() < end) {
         const std::int64_t e = st.epoch.load();
         if (e == 0) {
-            sleep_ms(5);
+            st.await_lead(std::chrono::milliseconds{100});
             continue;
         }
         if (!conn || (!s.downstream.empty() && !down)) {

@@ -18,6 +18,8 @@
 #include <pglease/pglease.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 
 namespace fault {
@@ -26,7 +28,8 @@ namespace fault {
 enum class hook : int { none = 0, stall_idle, stall_busy, long_txn };
 
 /// Shared by the elector loop, the held() sampler and the writer.
-struct worker_state {
+class worker_state {
+public:
     std::mutex mutex;
     pglease::elector* elector = nullptr;  ///< the current generation's
     std::string identity;                 ///< its identity
@@ -34,6 +37,27 @@ struct worker_state {
     std::atomic<int> pending{0};          ///< a hook to run in the next transaction
     std::atomic<std::int64_t> stop_at{0}; ///< the sampler SIGSTOPs the process then
     std::atomic<bool> stop{false};
+
+    /// Sets the epoch the writer writes with and wakes a writer waiting.
+    void lead(std::int64_t e) {
+        {
+            const std::lock_guard lock{lead_mutex};
+            epoch.store(e);
+        }
+        lead_cv.notify_all();
+    }
+    /// Waits up to @p limit for an epoch to write with (0: none by then):
+    /// a candidate's writer sleeps instead of polling (64 writers polling
+    /// every 5 ms cost a VM's 2 cores most of one).
+    std::int64_t await_lead(std::chrono::milliseconds limit) {
+        std::unique_lock lock{lead_mutex};
+        lead_cv.wait_for(lock, limit, [this] { return epoch.load() != 0 || stop.load(); });
+        return epoch.load();
+    }
+
+private:
+    std::mutex lead_mutex;
+    std::condition_variable lead_cv;
 };
 
 /// Runs fenced transactions until @p st.stop or @p end.
