@@ -2,7 +2,9 @@
 # The test command.  On a fresh Debian 12 machine: installs the packages it
 # lacks, builds everything from scratch with warnings as errors, installs
 # the extension, starts a throwaway PostgreSQL on a free loopback port, runs
-# every suite through CTest, and stops the server whatever happens.
+# every suite through CTest, and stops the server whatever happens.  The
+# suites of PostgreSQL 13, 17 and 18 (tests/majors) fetch those majors once
+# through scripts/pg-major.sh, cached in /var/cache/pglease/majors.
 #
 #   scripts/test.sh                 # everything
 #   scripts/test.sh -L extension    # only the extension's suites (ctest args)

@@ -55,13 +55,7 @@ COPY ledger FROM stdin;
 -- 4. INSERT ... ON CONFLICT DO UPDATE, both paths
 INSERT INTO ledger VALUES (1, 99, :tl1 + 9001) ON CONFLICT (id) DO UPDATE SET amount = 99;
 INSERT INTO ledger VALUES (1, 99, :tl1 + 9002) ON CONFLICT (id) DO UPDATE SET amount = 99;
--- 5. MERGE
-MERGE INTO ledger l USING (VALUES (1, 77)) v(id, amount) ON l.id = v.id
-  WHEN MATCHED THEN UPDATE SET amount = v.amount;
-MERGE INTO ledger l USING (VALUES (3, 77)) v(id, amount) ON l.id = v.id
-  WHEN NOT MATCHED THEN INSERT VALUES (v.id, v.amount, NULL);
-MERGE INTO ledger l USING (VALUES (1, 77)) v(id, amount) ON l.id = v.id
-  WHEN MATCHED THEN DELETE;
+-- 5. MERGE: merge_fence.sql (MERGE is PostgreSQL 15 and later)
 -- 6. writable CTEs
 WITH w AS (UPDATE ledger SET amount = 0 RETURNING id) SELECT count(*) FROM w;
 WITH w AS (DELETE FROM ledger RETURNING id) SELECT count(*) FROM w;

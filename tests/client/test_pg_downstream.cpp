@@ -8,6 +8,7 @@
 // and the lease is released; scoped_lease and a raise's arguments. The
 // deadline bounds are in test_pg_downstream_bounds.cpp.
 #include "downstream_fixture.hpp"
+#include "pg_terminate.hpp"
 
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>
@@ -216,8 +217,7 @@ TEST(Downstream, ARaiseReopensAConnectionThatDiedWhileIdle) {
     const int pid = down.server_pid();
     {
         pqxx::connection c{env("PGLEASE_DOWNSTREAM")};
-        pqxx::nontransaction tx{c};
-        tx.exec_params("SELECT pg_terminate_backend($1, 5000)", pid); // waits for it to exit
+        pglease::test::terminate_backend(c, pid);
     }
     // The next term's raise finds the session dead and raises on a new one.
     EXPECT_TRUE(down.raise(store_id(), lease, 6, far));

@@ -4,6 +4,7 @@
 // term by the grant's local deadline, and the server stops waiting then
 // too; the store id is read once per connection.
 #include "downstream_fixture.hpp"
+#include "pg_terminate.hpp"
 
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>
@@ -185,8 +186,7 @@ TEST(Downstream, TheStoreIdIsReadOncePerConnection) {
     // A new connection reads it again.
     {
         pqxx::connection c{env("PGLEASE_STORE")};
-        pqxx::nontransaction tx{c};
-        tx.exec_params("SELECT pg_terminate_backend($1, 5000)", pid); // waits for it to exit
+        pglease::test::terminate_backend(c, pid);
     }
     EXPECT_THROW((void)store.status("ds_store_id_probe"), pglease::connection_lost);
     EXPECT_EQ(store.store_id(far), id);

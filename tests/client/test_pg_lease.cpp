@@ -2,6 +2,7 @@
 /// @brief lease, scoped_lease and fenced transactions against the real
 /// server of the PG* environment.
 #include "pg_fixture.hpp"
+#include "pg_terminate.hpp"
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
@@ -248,10 +249,7 @@ TEST_F(pg_lease, a_release_whose_session_died_while_idle_reconnects_and_frees_th
     ASSERT_TRUE(l.acquire());
     const int pid = db.server_pid();
     ASSERT_GT(pid, 0);
-    {
-        pqxx::nontransaction k{admin()};
-        k.exec_params("SELECT pg_terminate_backend($1, 5000)", pid); // waits for it to exit
-    }
+    test::terminate_backend(admin(), pid);
     // The first call finds the session dead; the second reconnects. Without
     // it the lease would stay held on the server for its 30 s ttl.
     EXPECT_TRUE(l.release());

@@ -40,6 +40,22 @@ int run_member(const std::string& group, int shards, const std::string& identity
     cfg.callbacks.on_shard_started = [](const std::string&, std::int64_t, stop_token stop) {
         stop.wait();
     };
+    // What a member saw, on stderr (the test's output) for a failure's
+    // diagnosis: shards it lost and the members it counted.
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto stamp = [t0, identity] {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - t0);
+        return identity + " +" + std::to_string(ms.count()) + " ms: ";
+    };
+    cfg.callbacks.on_shard_stopped = [stamp](const std::string& shard, std::int64_t,
+                                             shard_stop_reason why) {
+        if (why != shard_stop_reason::moved && why != shard_stop_reason::leaving)
+            std::cerr << stamp() << shard << " stopped: " << to_string(why) << "\n";
+    };
+    cfg.callbacks.on_members_changed = [stamp](const std::vector<group_member_info>& members) {
+        std::cerr << stamp() << members.size() << " members\n";
+    };
     group_member m{cfg};
     self = &m;
     m.start();
