@@ -9,6 +9,8 @@
 #include "pglease/pq_backend.hpp"
 #include "pq/pq_connect.hpp"
 
+#include "loopback_port.hpp"
+
 #include <pqxx/except>
 
 #include <gtest/gtest.h>
@@ -32,52 +34,13 @@ using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 using detail::bounded_connection;
 
-/// A loopback TCP socket on a free port: listening (never accepting), or
-/// closed at once when @p listening is false (nothing there: refused).
-class loopback_port {
-public:
-    explicit loopback_port(bool listening) {
-        m_fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        EXPECT_GE(m_fd, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = 0;
-        EXPECT_EQ(::bind(m_fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-        socklen_t len = sizeof a;
-        EXPECT_EQ(::getsockname(m_fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-        m_port = ntohs(a.sin_port);
-        if (listening) {
-            EXPECT_EQ(::listen(m_fd, 8), 0);
-        } else {
-            ::close(m_fd);
-            m_fd = -1;
-        }
-    }
-    ~loopback_port() {
-        if (m_fd >= 0)
-            ::close(m_fd);
-    }
-    loopback_port(const loopback_port&) = delete;
-    loopback_port& operator=(const loopback_port&) = delete;
-    loopback_port(loopback_port&&) = delete;
-    loopback_port& operator=(loopback_port&&) = delete;
-
-    [[nodiscard]] std::string conninfo(const std::string& extra = {}) const {
-        return "host=127.0.0.1 port=" + std::to_string(m_port) + " user=x dbname=x " + extra;
-    }
-
-private:
-    int m_fd = -1;
-    int m_port = 0;
-};
-
 /// How long constructing a bounded_connection took to fail, or -1 s if it
 /// did not fail.
-steady::duration time_to_fail(const std::string& conninfo, steady::time_point deadline) {
+steady::duration time_to_fail(const std::string& conninfo, steady::time_point deadline,
+                              int stop_fd = -1) {
     const auto t0 = steady::now();
     try {
-        bounded_connection c{conninfo, deadline};
+        bounded_connection c{conninfo, deadline, stop_fd};
     } catch (const pqxx::broken_connection&) {
         return steady::now() - t0;
     }
@@ -97,6 +60,24 @@ TEST(pq_connect, the_conninfo_connect_timeout_still_applies_before_a_later_deadl
     const auto took = time_to_fail(silent.conninfo("connect_timeout=2"), steady::now() + 30s);
     EXPECT_GE(took, 1900ms);
     EXPECT_LT(took, 5s);
+}
+
+TEST(pq_connect, a_connect_without_a_deadline_is_abandoned_once_its_stop_descriptor_is_readable) {
+    const loopback_port silent{true};
+    int stop[2] = {-1, -1};
+    ASSERT_EQ(::pipe(stop), 0);
+    std::thread stopper{[&stop] {
+        std::this_thread::sleep_for(200ms);
+        const char b = 1;
+        EXPECT_EQ(::write(stop[1], &b, 1), 1);
+    }};
+    const auto took =
+        time_to_fail(silent.conninfo("connect_timeout=10"), steady::time_point::max(), stop[0]);
+    stopper.join();
+    ::close(stop[0]);
+    ::close(stop[1]);
+    EXPECT_GE(took, 150ms);
+    EXPECT_LT(took, 3s) << "the connect waited for libpq's connect_timeout, not the stop";
 }
 
 TEST(pq_connect, a_refused_connect_fails_at_once_with_libpqs_message) {

@@ -1,10 +1,15 @@
 /// @file test_takeover_request.cpp
 /// @brief The take-over protocol's pure parts: the request payload (what
 /// `pglease run --take-over` and an elector with take_over send) and when a
-/// holder is asked again.
+/// holder is asked again; and that a listener going away leaves no thread
+/// inside libpq (a process exiting then aborts in libkrb5's destructors).
 #include "election/takeover_listener.hpp"
 
+#include "loopback_port.hpp"
+
 #include <gtest/gtest.h>
+
+#include <optional>
 
 namespace pglease::detail {
 namespace {
@@ -47,6 +52,21 @@ TEST(takeover_schedule, a_new_holder_is_asked_at_once_then_after_doubling_pauses
     EXPECT_TRUE(s.due("b", t0 + 6600ms)); // a new holder: at once, first pause again
     s.asked("b", t0 + 6600ms);
     EXPECT_EQ(s.next(), t0 + 7100ms);
+}
+
+TEST(takeover_listener, going_away_mid_connect_closes_its_session_before_returning) {
+    const test::loopback_port silent{true};
+    std::optional<takeover_listener> listener;
+    listener.emplace(silent.conninfo("connect_timeout=10"), "jobs", "me", nullptr, nullptr);
+    const int conn = silent.accept_within(5s); // its connect is under way
+    ASSERT_GE(conn, 0) << "the listener never connected";
+    const auto t0 = std::chrono::steady_clock::now();
+    listener.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, takeover_listener::stop_wait);
+    // Closed by the time the destructor returned (libpq's connect_timeout
+    // would have kept it open 10 s); 200 ms for the loopback to deliver it.
+    EXPECT_TRUE(test::loopback_port::closed_by_client(conn, 200ms));
+    ::close(conn);
 }
 
 } // namespace

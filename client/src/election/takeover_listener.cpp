@@ -3,11 +3,14 @@
 /// to a holder (protocol: takeover_listener.hpp).
 #include "election/takeover_listener.hpp"
 
+#include "pq/pq_connect.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 
 namespace pglease::detail {
@@ -73,6 +76,8 @@ struct takeover_listener::state {
     log_fn log;
     std::optional<accepted_takeover> accepted;
     bool taken = false;
+    bool ended = false; ///< the thread has closed its session
+    std::condition_variable ended_cv;
     std::atomic<bool> listening{false};
 
     ~state() {
@@ -86,11 +91,19 @@ struct takeover_listener::state {
             log(line);
     }
 
-    void check(pqxx::connection& conn, const std::string& payload, int pid);
+    void check(pqxx::connection_base& conn, const std::string& payload, int pid);
     void run() noexcept;
+    void end() noexcept {
+        {
+            const std::lock_guard lock{mutex};
+            ended = true;
+        }
+        ended_cv.notify_all();
+    }
 };
 
-void takeover_listener::state::check(pqxx::connection& conn, const std::string& payload, int pid) {
+void takeover_listener::state::check(pqxx::connection_base& conn, const std::string& payload,
+                                     int pid) {
     const auto request = parse_takeover_request(payload);
     if (!request || request->lease != lease)
         return; // another lease's request (or not one at all): not ours to judge
@@ -127,11 +140,12 @@ void takeover_listener::state::check(pqxx::connection& conn, const std::string& 
 }
 
 void takeover_listener::state::run() noexcept {
-    std::unique_ptr<pqxx::connection> conn;
+    std::unique_ptr<bounded_connection> conn;
     std::vector<std::pair<std::string, int>> inbox;
     std::unique_ptr<inbox_receiver> receiver;
     try {
-        conn = std::make_unique<pqxx::connection>(conninfo);
+        // The owner's stop ends the connect too (see ~takeover_listener).
+        conn = std::make_unique<bounded_connection>(conninfo, clock::time_point::max(), stop[0]);
         receiver = std::make_unique<inbox_receiver>(*conn, inbox); // LISTEN
         listening.store(true);
     } catch (const std::exception& e) {
@@ -171,7 +185,10 @@ takeover_listener::takeover_listener(std::string conninfo, std::string lease,
     s.log = std::move(log);
     if (::pipe2(s.stop, O_NONBLOCK | O_CLOEXEC) != 0)
         throw std::runtime_error{std::string{"pipe2: "} + std::strerror(errno)};
-    std::thread{[keep = m_state] { keep->run(); }}.detach();
+    std::thread{[keep = m_state] {
+        keep->run();
+        keep->end();
+    }}.detach();
 }
 
 takeover_listener::~takeover_listener() {
@@ -183,6 +200,11 @@ takeover_listener::~takeover_listener() {
     }
     const char b = 1;
     [[maybe_unused]] const auto n = ::write(m_state->stop[1], &b, 1);
+    // The thread leaves a connect or a wait at once; a query that a server
+    // does not answer can hold it, so the wait is bounded (then it stays
+    // detached, blocked in recv(), never inside libkrb5 at exit).
+    std::unique_lock lock{m_state->mutex};
+    m_state->ended_cv.wait_for(lock, stop_wait, [this] { return m_state->ended; });
 }
 
 std::optional<accepted_takeover> takeover_listener::take() {

@@ -102,10 +102,13 @@ public:
 
     takeover_listener(std::string conninfo, std::string lease, std::string own_identity,
                       request_fn on_request, log_fn log);
-    /// Returns at once: a connect still in progress (at most its
-    /// connect_timeout) finishes on the listener's thread, which then ends;
-    /// no callback runs after this returned.
+    /// Stops the thread and waits for it to close its session: a connect in
+    /// progress is abandoned at once. Waits at most stop_wait (a query the
+    /// server does not answer); no callback runs after this returned.
     ~takeover_listener();
+
+    /// The bound on the destructor's wait.
+    static constexpr std::chrono::milliseconds stop_wait{500};
     takeover_listener(const takeover_listener&) = delete;
     takeover_listener& operator=(const takeover_listener&) = delete;
     takeover_listener(takeover_listener&&) = delete;

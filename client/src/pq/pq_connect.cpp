@@ -56,14 +56,16 @@ using owned_pgconn = std::unique_ptr<PGconn, pgconn_deleter>;
 
 } // namespace
 
-deadline_connect::deadline_connect(const std::string& conninfo, clock::time_point deadline)
+deadline_connect::deadline_connect(const std::string& conninfo, clock::time_point deadline,
+                                   int stop_fd)
     : pqxx::connectionpolicy{conninfo}
-    , m_deadline{deadline} {}
+    , m_deadline{deadline}
+    , m_stop_fd{stop_fd} {}
 
 deadline_connect::handle deadline_connect::do_startconnect(handle orig) {
     if (orig != nullptr)
         return orig;
-    if (m_deadline == clock::time_point::max())
+    if (m_deadline == clock::time_point::max() && m_stop_fd < 0)
         return normalconnect(orig); // libpq's own connect_timeout, per host
     auto until = m_deadline;
     if (const auto limit = connect_timeout_of(options()))
@@ -84,19 +86,27 @@ deadline_connect::handle deadline_connect::do_startconnect(handle orig) {
         if (now >= until)
             throw pqxx::broken_connection{
                 "timeout expired: no connection by the caller's deadline"};
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
-        pollfd fd{PQsocket(c.get()),
-                  static_cast<short>(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
-        const int rc = ::poll(&fd, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
+        const int wait_ms =
+            until == clock::time_point::max()
+                ? -1
+                : static_cast<int>(std::min<long long>(
+                      std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), INT_MAX));
+        pollfd fds[2] = {{PQsocket(c.get()),
+                          static_cast<short>(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0},
+                         {m_stop_fd, POLLIN, 0}};
+        const int rc = ::poll(fds, m_stop_fd >= 0 ? 2 : 1, wait_ms);
         if (rc < 0 && errno != EINTR)
             fail(c, "poll failed while connecting");
-        if (rc > 0)
+        if (m_stop_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)) != 0)
+            throw pqxx::broken_connection{"connect abandoned: its owner stopped"};
+        if (rc > 0 && fds[0].revents != 0)
             state = PQconnectPoll(c.get());
     }
 }
 
-bounded_connection::bounded_connection(const std::string& conninfo, clock::time_point deadline)
-    : deadline_connect_holder{conninfo, deadline}
+bounded_connection::bounded_connection(const std::string& conninfo, clock::time_point deadline,
+                                       int stop_fd)
+    : deadline_connect_holder{conninfo, deadline, stop_fd}
     , pqxx::connection_base{policy} {
     init();
 }

@@ -15,29 +15,34 @@
 
 namespace pglease::detail {
 
-/// The policy: with no deadline (time_point::max()), a plain blocking
-/// connect as pqxx::connection makes; with one, a polled connect that
-/// throws pqxx::broken_connection when it passes.
+/// The policy: with no deadline (time_point::max()) and no stop descriptor,
+/// a plain blocking connect as pqxx::connection makes; otherwise a polled
+/// connect that throws pqxx::broken_connection when the deadline passes or
+/// @p stop_fd becomes readable (an owner that goes away must not leave a
+/// thread inside libpq while the process exits: libkrb5's destructors then
+/// abort it).
 class deadline_connect final : public pqxx::connectionpolicy {
 public:
-    deadline_connect(const std::string& conninfo, clock::time_point deadline);
+    deadline_connect(const std::string& conninfo, clock::time_point deadline, int stop_fd = -1);
     handle do_startconnect(handle orig) override;
 
 private:
     clock::time_point m_deadline;
+    int m_stop_fd;
 };
 
 /// Holds the policy, so it exists before the connection_base that uses it.
 struct deadline_connect_holder {
-    deadline_connect_holder(const std::string& conninfo, clock::time_point deadline)
-        : policy{conninfo, deadline} {}
+    deadline_connect_holder(const std::string& conninfo, clock::time_point deadline, int stop_fd)
+        : policy{conninfo, deadline, stop_fd} {}
     deadline_connect policy;
 };
 
-/// pqxx::connection, connected (or failed) by @p deadline.
+/// pqxx::connection, connected (or failed) by @p deadline, or abandoned
+/// as soon as @p stop_fd (if any) is readable.
 class bounded_connection final : private deadline_connect_holder, public pqxx::connection_base {
 public:
-    bounded_connection(const std::string& conninfo, clock::time_point deadline);
+    bounded_connection(const std::string& conninfo, clock::time_point deadline, int stop_fd = -1);
     ~bounded_connection() noexcept;
 
     bounded_connection(const bounded_connection&) = delete;
