@@ -38,6 +38,12 @@ public:
     clock::duration back{0};
     int renew_many_calls = 0;
     int acquire_many_calls = 0;
+    /// An acquire of a lease another holder's expired grant still names
+    /// waits out its deadline, then fails a little later (a takeover
+    /// waiting for a stalled writer's transaction on the server,
+    /// pg_lease.takeover_timeout, ended by a cancel at the deadline).
+    bool stall_takeovers = false;
+    int stalled = 0;
 
     /// Runs @p call with the store's clock moved by `there` before and
     /// `back` after it.
@@ -53,8 +59,17 @@ public:
 
     acquire_reply acquire(const std::string& n, const std::string& h, std::chrono::milliseconds t,
                           clock::time_point d) override {
+        if (stall_takeovers) {
+            const auto row = m_inner->status(n);
+            if (row && !row->holder.empty() && row->holder != h && !row->valid) {
+                ++stalled;
+                m_store.advance(d - m_store.clock().now() + cancel_latency);
+                throw error{"canceling statement due to statement timeout", "57014"};
+            }
+        }
         return slowly([&] { return m_inner->acquire(n, h, t, d); });
     }
+    static constexpr auto cancel_latency = std::chrono::milliseconds{10};
     std::optional<std::chrono::microseconds> renew(const std::string& n, const std::string& h,
                                                    std::int64_t e, std::chrono::milliseconds t,
                                                    clock::time_point d) override {
@@ -217,6 +232,48 @@ TEST(slow_rounds, group_member_renew_many_deadline_counts_from_the_send) {
     for (const auto& s : member_config().shards)
         EXPECT_FALSE(state.holds(s)) << s << ": still held at send + ttl - margin (deadline "
                                      << "counted from the store's time or the reply's)";
+}
+
+TEST(slow_rounds, a_group_takeover_that_waits_out_its_bound_leaves_time_to_renew) {
+    lease_store store;
+    slow_backend db{store, store.connect()};
+    group_state state{db, member_config(), store.clock(), 1};
+    (void)state.step();
+    ASSERT_EQ(state.owned().size(), 3U);
+    // A second member joins and takes its share, then stops stepping
+    // (SIGSTOP) with, as far as takeovers can tell, a fenced transaction
+    // open on each of its shards.
+    const auto other_db = store.connect();
+    group_config other_config = member_config();
+    other_config.identity = "stalled";
+    group_state other{*other_db, other_config, store.clock(), 2};
+    // Work stops at once when a shard moves.
+    const auto step = [](group_state& g) {
+        for (const group_event& e : g.step())
+            if (e.what == group_event::kind::shard_stopping)
+                g.work_stopped(e.shard);
+    };
+    for (int i = 0; i < 50 && other.owned().empty(); ++i) {
+        advance_to(store, std::min(state.next_step(), other.next_step()));
+        step(state);
+        step(other);
+    }
+    ASSERT_FALSE(other.owned().empty());
+    const auto kept = state.owned();
+    ASSERT_FALSE(kept.empty());
+
+    // Its grants expire; the first member takes them over, each acquire
+    // waiting until its bound.
+    db.stall_takeovers = true;
+    for (int i = 0; i < 50 && db.stalled == 0; ++i) {
+        advance_to(store, state.next_step());
+        step(state);
+    }
+    ASSERT_EQ(db.stalled, 1) << "no takeover was tried";
+    advance_to(store, state.next_step());
+    step(state);
+    for (const auto& s : kept)
+        EXPECT_TRUE(state.holds(s)) << s << ": lost, the takeover's wait used the renew deadline";
 }
 
 } // namespace

@@ -178,6 +178,10 @@ void group_state::stop_moved(std::vector<group_event>& events) {
     stop_shards(events, std::move(ended));
 }
 
+clock::duration group_state::renew_reserve() const {
+    return std::max<clock::duration>(4 * m_shards.last_renew_latency(), min_renew_reserve);
+}
+
 void group_state::acquire_assigned(std::vector<group_event>& events) {
     // 8. Shards assigned here, free or expired at the last read (or ours
     //    already, e.g. after a restart with the same identity).
@@ -189,11 +193,26 @@ void group_state::acquire_assigned(std::vector<group_event>& events) {
         const auto row = m_rows.find(shard);
         if (row != m_rows.end() && row->second.valid && row->second.holder != m_config.identity)
             continue; // wait for its release (NOTIFY) or expiry (m_scan_wake)
-        if (m_clock.now() >= m_shards.next_renew())
-            return; // renew first; the next step comes at once
+        // The acquire runs on the session that renews. Taking an expired
+        // grant over may wait on the server for its holder's open fenced
+        // transactions (pg_lease.takeover_timeout): renew first, so that
+        // wait has the whole renew deadline, and end the acquire early
+        // enough for the renewal behind it to fit.
+        const bool takeover = row != m_rows.end() && !row->second.holder.empty() &&
+                              row->second.holder != m_config.identity;
+        const auto now = m_clock.now();
+        const auto bound = m_shards.call_bound(&m_member) - renew_reserve();
+        if (now >= m_shards.next_renew() || bound <= now)
+            return; // renew first (the next step comes when it is due)
+        if (takeover && now - m_member.renewed_at() > renew_reserve()) {
+            // Once per renewal: a renewal that failed is retried at its pace.
+            if (std::exchange(m_fresh_renew_asked, m_member.renewed_at()) != m_member.renewed_at())
+                m_shards.renew_by(now);
+            return;
+        }
         auto l = m_shards.make_grant(group_shard_lease(m_config.group, shard));
         try {
-            if (!l->acquire(m_shards.call_bound(&m_member))) {
+            if (!l->acquire(bound)) {
                 shard_row seen;
                 seen.holder = l->holder();
                 seen.valid = true;
