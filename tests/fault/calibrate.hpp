@@ -15,6 +15,8 @@
 /// many grants as at full speed. Kills keep their pace (more per ttl).
 #pragma once
 
+#include "options.hpp"
+
 #include <string>
 
 namespace fault {
@@ -27,5 +29,16 @@ double connect_cost_ms(const std::string& conninfo, int n);
 /// with a mean cycle of @p cycle_ms between new sessions is stretched so
 /// it asks for at most a quarter of 1000 / @p cost_ms sessions a second.
 double churn_stretch(int workers, double cycle_ms, double cost_ms);
+
+/// Measures what a session costs the server at @p conninfo and stretches
+/// @p fleet's ttl, renew deadline and retry period for storm @p name of
+/// @p workers contenders; prints the figures, returns the factor (the
+/// caller stretches the phase's length and holds by it).
+double stretch_storm(settings& fleet, const std::string& conninfo, int workers,
+                     const std::string& name);
+
+/// churn_stretch's cases (no stretch, a stretch, the cap); false and a
+/// line on stdout for each that fails. Part of --self-test.
+bool churn_stretch_self_test();
 
 } // namespace fault

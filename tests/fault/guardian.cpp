@@ -29,8 +29,8 @@ void cleanup_root(const std::string& root, bool keep) {
         }
         const auto& path = it->path();
         if (path.filename() == "postmaster.pid")
-            run_command({pg_bin() + "/pg_ctl", "-D", path.parent_path().string(), "-m",
-                         "immediate", "-w", "-t", "30", "stop"},
+            run_command({pg_bin() + "/pg_ctl", "-D", path.parent_path().string(), "-m", "immediate",
+                         "-w", "-t", "30", "stop"},
                         true, {}, "", 40);
         if (path.filename() == "pgbouncer.pid") {
             std::ifstream in{path};

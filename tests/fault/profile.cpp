@@ -328,21 +328,9 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
         // Each resignation is a new session and each candidate polls at the
         // retry period: a server that starts fewer sessions than the storm
         // asks for runs it in slow motion (calibrate.hpp).
-        double stretch = 1;
-        if (!pool) {
-            const double cost = connect_cost_ms(ph.primary().conninfo(), 15);
-            const double cycle = 1.65 * fleet.ttl_ms + 250; // mean hold + pause
-            stretch = churn_stretch(workers, cycle, cost);
-            std::cout << "  " << name << ": a session costs the server " << cost << " ms ("
-                      << static_cast<int>(1000 / cost) << "/s); " << workers << " contenders ask "
-                      << static_cast<int>(workers * 1000 / cycle) << "/s; time stretched x"
-                      << stretch << std::endl;
-            // ph reads fleet by reference: its workers and checks see these.
-            const auto slow = [stretch](int ms) { return static_cast<int>(ms * stretch); };
-            fleet.ttl_ms = slow(fleet.ttl_ms);
-            fleet.renew_deadline_ms = slow(fleet.renew_deadline_ms);
-            fleet.retry_ms = slow(fleet.retry_ms);
-        }
+        // ph holds fleet by reference: its workers and checks see the stretch.
+        const double stretch =
+            pool ? 1 : stretch_storm(fleet, ph.primary().conninfo(), workers, name);
         for (int i = 0; i < workers; ++i)
             ph.spawn_worker(leases[static_cast<std::size_t>(i % nleases)], true);
         const auto end = mono_ns() + static_cast<std::int64_t>(seconds * stretch * 1e9);

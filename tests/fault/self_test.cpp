@@ -6,6 +6,8 @@
 /// JSON form first, as a saved history would.
 #include "self_test.hpp"
 
+#include "calibrate.hpp"
+
 #include "checker.hpp"
 
 #include <algorithm>
@@ -327,7 +329,8 @@ int run_self_test(const std::string& dump_dir) {
     }
     std::cout << (failed ? "self-test FAILED: " : "self-test passed: ") << cases().size() - failed
               << "/" << cases().size() << " cases as expected\n";
-    return failed ? 1 : 0;
+    const bool calibration = churn_stretch_self_test();
+    return failed || !calibration ? 1 : 0;
 }
 
 } // namespace fault
