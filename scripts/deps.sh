@@ -16,7 +16,7 @@ demo=(
 test=(
 	"${demo[@]}" clang postgresql-contrib
 	googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev libfmt-dev
-	libfaketime pgbouncer procps iproute2 python3
+	libfaketime pgbouncer procps iproute2 nftables python3
 	etcd-server etcd-client redis-server redis-tools
 	# bench/peers (bench.peers_smoke): etcd's own Go client, Curator on
 	# ZooKeeper, each writing to PostgreSQL; built offline from these
