@@ -282,4 +282,39 @@ bool inject_long_txn(phase& ph, const std::string& lease) {
     return false;
 }
 
+bool inject_netcut(phase& ph, const std::string& lease, cut_way way) {
+    const std::string kind = std::string{"netcut-"} + name_of(way);
+    if (ph.disabled(kind) || ph.hosts() == nullptr)
+        return false;
+    auto l = ph.wait_leader(lease, 5000);
+    if (!l)
+        return false;
+    const int host = ph.host_of(l->label);
+    if (host < 0)
+        return false;
+    const std::int64_t ttl_ns = std::int64_t{ph.m_s.ttl_ms} * 1000000;
+    const auto t = mono_ns();
+    if (!ph.hosts()->cut(host, way))
+        return false;
+    // Its sockets stay open: renewals hang in the kernel (or, cut only on
+    // the way in, land without an answer). The suite asks on loopback.
+    bool hit = false;
+    while (!hit && mono_ns() < t + 5 * ttl_ns && !interrupted()) {
+        const std::string holder = valid_holder(ph, lease);
+        hit = !holder.empty() && !same_process(holder, l->label);
+        if (!hit)
+            sleep_ms(20);
+    }
+    if (hit)
+        settle(ph.m_s.ttl_ms); // a follower while still cut off
+    ph.hosts()->heal(host);
+    if (hit) {
+        // Cut only on the way in, its renewals still reach the server: the
+        // grant may run one renew interval past what it recorded.
+        const std::int64_t allow = way == cut_way::to_host ? ph.m_s.ttl_ms / 2 : 0;
+        ph.record({kind, lease, t, mono_ns(), "", l->label, false, allow, 0});
+    }
+    return hit;
+}
+
 } // namespace fault

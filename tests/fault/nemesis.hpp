@@ -40,5 +40,10 @@ bool inject_failover(phase& ph, bool sync);
 /// Waits until the standby streams (and for @p sync is synchronous) and
 /// has flushed everything.
 void wait_replication(phase& ph, bool sync);
+/// Cuts the leader's host off the network (phase::use_hosts) the @p way
+/// given, until another process leads (at most 5 x ttl) and one ttl more,
+/// then heals it ("netcut-both", "netcut-in", "netcut-out"). Effective
+/// when another process led while it was cut off.
+bool inject_netcut(phase& ph, const std::string& lease, cut_way way);
 
 } // namespace fault

@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -100,8 +101,13 @@ void phase::start_primary(const std::vector<std::string>& leases, bool faketime,
     m_leases = leases;
     auto conf = base_conf();
     conf.insert(conf.end(), extra.begin(), extra.end());
+    if (m_hosts)
+        conf.push_back("listen_addresses = '" + m_hosts->listen_addresses() + "'");
     m_nodes.push_back(std::make_unique<cluster>(m_dir, "node0"));
     m_nodes[0]->init(conf);
+    if (m_hosts)
+        std::ofstream{m_nodes[0]->data() + "/pg_hba.conf", std::ios::app} << net_hosts::hba_line()
+                                                                          << "\n";
     m_nodes[0]->start(faketime);
     m_primary = 0;
     setup_schema();
@@ -183,14 +189,32 @@ void phase::use_pool() {
     m_listen = false;
 }
 
-int phase::spawn_worker(const std::string& lease, bool storm) {
+void phase::use_hosts(int n) {
+    m_hosts = std::make_unique<net_hosts>(n);
+}
+
+int phase::host_of(const std::string& label) const {
+    for (const auto& p : m_procs)
+        if (p.label == label)
+            return p.host;
+    return -1;
+}
+
+int phase::spawn_worker(const std::string& lease, bool storm, int host) {
     const std::string label = "p" + std::to_string(m_next_label++);
     const std::string hist = m_dir + "/" + label + ".jsonl";
+    std::string conninfo = m_conninfo;
+    if (m_hosts) {
+        if (host < 0)
+            host = m_next_host++ % m_hosts->size();
+        conninfo = "host=" + m_hosts->server_addr(host) +
+                   " port=" + std::to_string(primary().port()) + " user=postgres dbname=postgres";
+    }
     std::vector<std::string> argv{m_s.self,
                                   "worker",
                                   "--label=" + label,
                                   "--lease=" + lease,
-                                  "--conninfo=" + m_conninfo,
+                                  "--conninfo=" + conninfo,
                                   "--history=" + hist,
                                   "--ttl=" + std::to_string(m_s.ttl_ms),
                                   "--renew-deadline=" + std::to_string(m_s.renew_deadline_ms),
@@ -204,8 +228,13 @@ int phase::spawn_worker(const std::string& lease, bool storm) {
                                   "--seed=" + std::to_string(m_rng())};
     if (!m_downstream.empty())
         argv.push_back("--downstream=" + m_downstream);
+    if (m_hosts) {
+        auto in_host = m_hosts->exec_prefix(host);
+        in_host.insert(in_host.end(), argv.begin(), argv.end());
+        argv = std::move(in_host);
+    }
     const int pid = spawn(argv, m_env, m_dir + "/" + label + ".log");
-    m_procs.push_back({label, lease, hist, pid});
+    m_procs.push_back({label, lease, hist, pid, host});
     return pid;
 }
 
@@ -214,7 +243,7 @@ void phase::replace(int pid, bool storm) {
         if (p.pid == pid) {
             terminate_process(pid, 0);
             const auto lease = p.lease;
-            spawn_worker(lease, storm);
+            spawn_worker(lease, storm, p.host);
             return;
         }
 }

@@ -6,6 +6,7 @@
 
 #include "bundle.hpp"
 #include "cluster.hpp"
+#include "netns.hpp"
 #include "options.hpp"
 
 #include <pqxx/connection>
@@ -50,11 +51,19 @@ public:
     /// every 50 ms; with @p listen false (hundreds), no LISTEN either
     /// (candidates poll at the retry period).
     void use_fleet_load(bool listen);
+    /// Each worker on a host of its own (netns.hpp): @p n hosts, taken in
+    /// turn by the workers spawned (a replacement takes its predecessor's).
+    /// Before start_primary, which then listens on their links.
+    void use_hosts(int n);
+    /// The hosts, or nullptr; the host of worker @p label (-1 if none).
+    [[nodiscard]] const net_hosts* hosts() const noexcept { return m_hosts.get(); }
+    [[nodiscard]] int host_of(const std::string& label) const;
     /// A downstream database on the primary's cluster (downstream.hpp):
     /// workers also write there, and raise its floors at each term.
     void add_downstream();
 
-    int spawn_worker(const std::string& lease, bool storm);
+    /// A worker process on @p lease (on host @p host, or the next in turn).
+    int spawn_worker(const std::string& lease, bool storm, int host = -1);
     /// Replaces the (killed) process @p pid by a fresh worker on its lease.
     void replace(int pid, bool storm);
 
@@ -102,6 +111,7 @@ private:
     struct proc {
         std::string label, lease, history;
         int pid;
+        int host = -1; ///< index in m_hosts, or -1
     };
     std::string m_name;
     std::mt19937& m_rng;
@@ -120,6 +130,8 @@ private:
     std::string m_control_to;                    ///< ... and its conninfo
     bool m_listen = true;
     int m_sample_ms = 2, m_write_interval_ms = 20;
+    std::unique_ptr<net_hosts> m_hosts; ///< last: removed after the workers ended
+    int m_next_host = 0;
 };
 
 /// Sleeps @p ms, ending early when interrupted.

@@ -9,6 +9,7 @@
 #include "common.hpp"
 #include "nemesis.hpp"
 #include "phase.hpp"
+#include "single_phase.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -16,54 +17,6 @@
 #include <iostream>
 
 namespace fault {
-namespace {
-
-/// Calls @p inject(i) until @p planned of them were effective, at most
-/// 2 x planned + 2 times. Returns the number of effective ones.
-int until_effective(int planned, const std::function<bool(int)>& inject) {
-    int effective = 0;
-    for (int attempt = 0; effective < planned && attempt < 2 * planned + 2 && !interrupted();
-         ++attempt)
-        if (inject(effective))
-            ++effective;
-    return effective;
-}
-
-struct single {
-    std::string name;
-    std::map<std::string, int> planned;
-    phase_floors floors;
-    bool faketime = false;
-    std::function<void(phase&)> body;
-};
-
-phase_bundle run_single(const settings& s, std::mt19937& rng, const single& def) {
-    phase ph{s, def.name, rng};
-    ph.start_primary({"l0"}, def.faketime);
-    if (def.faketime)
-        ph.set_worker_env({std::string{"LD_PRELOAD="} + faketime_lib, "FAKETIME_NO_CACHE=1",
-                           "FAKETIME_DONT_FAKE_MONOTONIC=1",
-                           "FAKETIME_TIMESTAMP_FILE=" + ph.dir() + "/worker_clock"});
-    {
-        std::ofstream out{ph.dir() + "/worker_clock"};
-        out << "+0\n";
-    }
-    for (int i = 0; i < 3; ++i)
-        ph.spawn_worker("l0", false);
-    ph.wait_leader("l0", 15000);
-    def.body(ph);
-    settle(2 * s.ttl_ms);
-    phase_expectations ex;
-    ex.server_clock_stepped = def.faketime;
-    ex.overlaps_allowed = def.faketime;
-    return ph.finish(ex, def.floors, def.planned);
-}
-
-phase_floors floors(std::map<std::string, int> effective, long grants, long acked, long refused) {
-    return {std::move(effective), grants, acked, refused};
-}
-
-} // namespace
 
 plan make_plan(const settings& s) {
     plan p;
@@ -75,6 +28,7 @@ plan make_plan(const settings& s) {
     // hour on 2 cores, plus the mixed schedule's --duration.
     p.mixed_s = s.duration_s;
     p.pause = 250;
+    p.netcut = 30;
     p.kill = 100;
     p.terminate = 500;
     p.crash = 100;
@@ -162,6 +116,23 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
                                    return hit;
                                });
                            }});
+    });
+    run("netcut", [&] {
+        static const cut_way ways[] = {cut_way::both, cut_way::to_host, cut_way::from_host};
+        const int n = p.netcut; // of each way
+        single d{"netcut",
+                 {{"netcut-both", n}, {"netcut-in", n}, {"netcut-out", n}},
+                 floors({{"netcut-both", n}, {"netcut-in", n}, {"netcut-out", n}}, 3 * n, 100, 2),
+                 false,
+                 [&](phase& ph) {
+                     until_effective(3 * n, [&](int i) {
+                         const bool hit = inject_netcut(ph, "l0", ways[i % 3]);
+                         settle(ttl * 3 / 2 + ph.uniform(0, 500));
+                         return hit;
+                     });
+                 },
+                 true};
+        return run_single(s, rng, d);
     });
     run("kill", [&] {
         return run_single(s, rng,

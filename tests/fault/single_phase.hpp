@@ -1,0 +1,40 @@
+/// @file single_phase.hpp
+/// @brief The shape most phases share: one cluster, one lease, three
+/// workers, a body that injects faults until enough were effective, then
+/// the phase's floors.
+#pragma once
+
+#include "bundle.hpp"
+#include "options.hpp"
+#include "phase.hpp"
+
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+
+namespace fault {
+
+/// Calls @p inject(i) until @p planned of them were effective, at most
+/// 2 x planned + 2 times. Returns the number of effective ones.
+int until_effective(int planned, const std::function<bool(int)>& inject);
+
+/// A phase of one cluster, lease "l0" and three workers.
+struct single {
+    std::string name;
+    std::map<std::string, int> planned;
+    phase_floors floors;
+    bool faketime = false;
+    std::function<void(phase&)> body;
+    bool hosts = false; ///< each worker on a host of its own (netns.hpp)
+};
+
+/// Runs @p def: starts the cluster and the workers, waits for a leader,
+/// runs the body, lets the phase settle and checks it.
+phase_bundle run_single(const settings& s, std::mt19937& rng, const single& def);
+
+/// A phase's floors: effective injections per kind, and minimum grants,
+/// acknowledged fenced transactions and stale writes refused.
+phase_floors floors(std::map<std::string, int> effective, long grants, long acked, long refused);
+
+} // namespace fault
