@@ -1,0 +1,167 @@
+/// @file test_net_bounds.cpp
+/// @brief Every client call bounded when the network drops every packet
+/// (issue 38, item 3). Runs inside a host of its own (tests/net/bounds.sh:
+/// a network namespace whose only link leads to the server), which it cuts
+/// itself with nftables after its sessions are up: sockets stay open and
+/// silent, so neither the statement nor its cancel request nor a new
+/// connect ever hears back. Each call must return (fail) by its bound:
+/// the caller's deadline, call_timeout or acquire_timeout, plus the
+/// watchdog's grace for the cancel (200 ms) and the severing after it.
+#include "pglease/error.hpp"
+#include "pglease/fence.hpp"
+#include "pglease/lease.hpp"
+#include "pglease/pq_backend.hpp"
+
+#include <pqxx/pqxx>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <string>
+
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+std::string conninfo() {
+    const char* c = std::getenv("PGLEASE_NET_CONNINFO");
+    return c != nullptr ? c : "";
+}
+
+void run(const std::string& cmd) {
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+/// Cuts this host off (both ways) for the life of the object.
+class cut {
+public:
+    cut() {
+        run("nft 'add table inet cut { chain in { type filter hook input priority 0; iifname "
+            "\"eth0\" drop; }; chain out { type filter hook output priority 0; oifname \"eth0\" "
+            "drop; }; }'");
+    }
+    ~cut() { (void)std::system("nft delete table inet cut"); }
+    cut(const cut&) = delete;
+    cut& operator=(const cut&) = delete;
+    cut(cut&&) = delete;
+    cut& operator=(cut&&) = delete;
+};
+
+/// The time @p call took to fail (it must throw pglease::error).
+steady::duration time_to_fail(const std::function<void()>& call) {
+    const auto t0 = steady::now();
+    EXPECT_THROW(call(), pglease::error);
+    const auto took = steady::now() - t0;
+    std::cout << "  failed after "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+    return took;
+}
+
+/// The watchdog's grace for a cancel that cannot be sent, the severing
+/// after it, and a loaded 2-core machine.
+constexpr auto slack = 1s;
+
+class net_bounds : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_FALSE(conninfo().empty()) << "PGLEASE_NET_CONNINFO must name the server";
+        o.conninfo = conninfo();
+        o.call_timeout = 1500ms;
+        o.acquire_timeout = 2500ms;
+        name =
+            "net/" + std::string{::testing::UnitTest::GetInstance()->current_test_info()->name()};
+        backend = std::make_unique<pglease::pq_backend>(o);
+        // The session up, and the lease row there, before the cut.
+        const auto r = db().acquire(name, "me", 10s, steady::now() + 5s);
+        ASSERT_TRUE(r.acquired);
+        epoch = r.epoch;
+    }
+    pglease::pq_backend& db() { return *backend; }
+    pglease::connection_options o;
+    std::unique_ptr<pglease::pq_backend> backend;
+    std::string name;
+    std::int64_t epoch = 0;
+};
+
+TEST_F(net_bounds, a_renew_ends_by_its_deadline) {
+    const cut c;
+    const auto took =
+        time_to_fail([&] { (void)db().renew(name, "me", epoch, 10s, steady::now() + 700ms); });
+    EXPECT_LT(took, 700ms + slack);
+}
+
+TEST_F(net_bounds, a_renew_without_a_deadline_ends_by_call_timeout) {
+    const cut c;
+    const auto took =
+        time_to_fail([&] { (void)db().renew(name, "me", epoch, 10s, steady::time_point::max()); });
+    EXPECT_LT(took, o.call_timeout + slack);
+}
+
+TEST_F(net_bounds, an_acquire_ends_by_acquire_timeout) {
+    const cut c;
+    const auto took = time_to_fail(
+        [&] { (void)db().acquire(name + "/2", "me", 10s, steady::time_point::max()); });
+    EXPECT_LT(took, o.acquire_timeout + slack);
+}
+
+TEST_F(net_bounds, a_release_on_the_way_out_ends_by_call_timeout) {
+    const cut c;
+    const auto took = time_to_fail([&] { (void)db().release(name, "me", epoch); });
+    EXPECT_LT(took, o.call_timeout + slack);
+}
+
+TEST_F(net_bounds, a_status_read_ends_by_call_timeout) {
+    const cut c;
+    const auto took = time_to_fail([&] { (void)db().status(name); });
+    EXPECT_LT(took, o.call_timeout + slack);
+}
+
+TEST_F(net_bounds, a_downstream_raise_ends_by_its_deadline) {
+    const std::string store = db().store_id(steady::now() + 5s);
+    const cut c;
+    const auto took =
+        time_to_fail([&] { (void)db().raise(store, name, epoch, steady::now() + 700ms); });
+    EXPECT_LT(took, 700ms + slack);
+}
+
+TEST_F(net_bounds, a_new_connect_ends_by_the_callers_deadline) {
+    pglease::pq_backend fresh{o}; // not connected yet: the connect itself meets the cut
+    const cut c;
+    const auto took =
+        time_to_fail([&] { (void)fresh.renew(name, "me", epoch, 10s, steady::now() + 700ms); });
+    EXPECT_LT(took, 700ms + slack);
+}
+
+TEST_F(net_bounds, a_fenced_transaction_ends_by_its_lease_deadline) {
+    pglease::lease_options lo;
+    lo.ttl = 3s;
+    pglease::lease l{db(), name + "/fenced", lo};
+    ASSERT_TRUE(l.acquire());
+    pqxx::connection app{conninfo()};
+    {
+        pqxx::work tx{app};
+        tx.exec0("CREATE TABLE IF NOT EXISTS net_t (v int)");
+        tx.commit();
+    }
+    const auto deadline = l.deadline();
+    const cut c;
+    EXPECT_THROW(
+        l.run_fenced(app,
+                     [](pqxx::transaction_base& tx) { tx.exec0("INSERT INTO net_t VALUES (1)"); }),
+        pglease::error);
+    const auto past =
+        std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - deadline);
+    // It may run fenced_grace past the deadline (the server refuses it
+    // there anyway), then it is cut.
+    std::cout << "  ended " << past.count() << " ms after the local deadline\n";
+    EXPECT_LT(past, pglease::fenced_grace + slack)
+        << "the fenced transaction ended " << past.count()
+        << " ms after its lease's local deadline";
+}
+
+} // namespace
