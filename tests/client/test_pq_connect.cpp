@@ -80,6 +80,18 @@ TEST(pq_connect, a_connect_without_a_deadline_is_abandoned_once_its_stop_descrip
     EXPECT_LT(took, 3s) << "the connect waited for libpq's connect_timeout, not the stop";
 }
 
+TEST(pq_connect, a_call_that_must_connect_first_ends_by_its_deadline) {
+    const loopback_port silent{true};
+    connection_options o;
+    o.conninfo = silent.conninfo("connect_timeout=10");
+    pq_backend db{o};
+    const auto t0 = steady::now();
+    EXPECT_THROW((void)db.renew("l", "me", 1, 10s, t0 + 300ms), error);
+    const auto took = steady::now() - t0;
+    EXPECT_GE(took, 250ms);
+    EXPECT_LT(took, 1500ms) << "the connect ignored the call's deadline";
+}
+
 TEST(pq_connect, a_refused_connect_fails_at_once_with_libpqs_message) {
     const loopback_port closed{false};
     const auto t0 = steady::now();

@@ -171,7 +171,9 @@ struct pq_backend::session {
 
 template <typename F>
 auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
-    session& s = live();
+    // A session opened for this call is connected by its deadline too
+    // (libpq's connect_timeout counts whole seconds, at least 2).
+    session& s = live(deadline);
     // Built only for a message: a call that succeeds allocates nothing here.
     const auto prefix = [what] { return std::string{what} + ": "; };
     if (std::chrono::steady_clock::now() >= deadline)
