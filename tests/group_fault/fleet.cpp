@@ -3,7 +3,9 @@
 #include "fleet.hpp"
 
 #include <chrono>
+#include <climits>
 #include <csignal>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -22,16 +24,36 @@ fleet::~fleet() {
 }
 
 void fleet::spawn(const std::string& identity) {
+    // On hosts: the first host no live member uses.
+    const host* on = nullptr;
+    for (std::size_t i = 0; i < m_hosts.size() && on == nullptr; ++i) {
+        bool taken = false;
+        for (const auto& [id, h] : m_host_of)
+            taken = taken || h == i;
+        if (!taken) {
+            m_host_of[identity] = i;
+            on = &m_hosts[i];
+        }
+    }
+    if (!m_hosts.empty() && on == nullptr)
+        throw std::runtime_error{"no free host for " + identity};
+    char self[PATH_MAX] = {};
+    if (::readlink("/proc/self/exe", self, sizeof self - 1) < 0)
+        throw std::runtime_error{"readlink /proc/self/exe failed"};
     const pid_t pid = ::fork();
     if (pid < 0)
         throw std::runtime_error{"fork failed"};
     if (pid == 0) {
         const std::string shards = std::to_string(m_shards);
         const std::string write = std::to_string(m_write_ms);
-        std::vector<const char*> argv{
-            "pglease_group_fault", "--member",    m_group.c_str(), shards.c_str(),
-            identity.c_str(),      write.c_str(), nullptr};
-        ::execv("/proc/self/exe", const_cast<char* const*>(argv.data()));
+        std::vector<const char*> argv;
+        if (on != nullptr) {
+            ::setenv("PGHOST", on->server_addr.c_str(), 1);
+            argv = {"ip", "netns", "exec", on->ns.c_str()};
+        }
+        argv.insert(argv.end(), {self, "--member", m_group.c_str(), shards.c_str(),
+                                 identity.c_str(), write.c_str(), nullptr});
+        ::execvp(argv[0], const_cast<char* const*>(argv.data()));
         ::_exit(127);
     }
     m_pids[identity] = pid;
@@ -43,6 +65,19 @@ void fleet::kill(const std::string& identity) {
     ::kill(pid, SIGCONT);
     (void)::waitpid(pid, nullptr, 0);
     m_pids.erase(identity);
+    m_host_of.erase(identity);
+}
+
+void fleet::cut(const std::string& identity, bool on) {
+    const std::string ns = m_hosts.at(m_host_of.at(identity)).ns;
+    const std::string cmd =
+        "ip netns exec " + ns +
+        (on ? " nft 'add table inet cut { chain in { type filter hook input priority 0; "
+              "iifname \"eth0\" drop; }; chain out { type filter hook output priority 0; "
+              "oifname \"eth0\" drop; }; }'"
+            : " nft delete table inet cut");
+    if (std::system(cmd.c_str()) != 0 && on)
+        throw std::runtime_error{"could not cut " + identity + "'s host off: " + cmd};
 }
 
 void fleet::pause(const std::string& identity) {

@@ -5,9 +5,13 @@
 /// then SIGCONT). After each fault the assignment must converge, balanced
 /// within 10% of ideal, every shard owned again within ttl + retry period
 /// (+ slack); at the end lease_events and the fenced writes must show no
-/// shard with two holders at once.
+/// shard with two holders at once. With --net 1 each member runs on a host
+/// of its own (PGLEASE_NET_HOSTS="ns=addr ...", made by net.sh) and every
+/// third fault cuts a member's host off the network (nftables, both ways)
+/// for longer than the ttl, then heals it: the others take its shards,
+/// and it gets its share back without a restart.
 ///
-///   pglease_group_fault [--members N] [--shards N] [--faults N] [--seed N]
+///   pglease_group_fault [--members N] [--shards N] [--faults N] [--seed N] [--net 1]
 #include "checks.hpp"
 #include "fleet.hpp"
 #include "member.hpp"
@@ -36,7 +40,29 @@ struct settings {
     int faults = 6;
     unsigned seed = std::random_device{}();
     int write_ms = 1000;
+    bool net = false;
 };
+
+/// The hosts net.sh made: PGLEASE_NET_HOSTS="ns=addr ns=addr ...".
+std::vector<fleet::host> hosts_from_env() {
+    const char* env = std::getenv("PGLEASE_NET_HOSTS");
+    std::vector<fleet::host> out;
+    std::string word;
+    for (const char* c = env != nullptr ? env : "";; ++c) {
+        if (*c != ' ' && *c != '\0') {
+            word += *c;
+            continue;
+        }
+        if (const auto eq = word.find('='); eq != std::string::npos)
+            out.push_back({word.substr(0, eq), word.substr(eq + 1)});
+        word.clear();
+        if (*c == '\0')
+            break;
+    }
+    if (out.empty())
+        throw std::invalid_argument{"--net needs PGLEASE_NET_HOSTS (tests/group_fault/net.sh)"};
+    return out;
+}
 
 double seconds(steady::duration d) {
     return std::chrono::duration<double>(d).count();
@@ -189,6 +215,8 @@ int controller::run() {
     const steady::duration ttl = std::chrono::milliseconds{timing::ttl_ms};
     const steady::duration retry = std::chrono::milliseconds{timing::retry_ms};
     const steady::duration bound = 2 * ttl + 1s; // "about 2 x ttl", with slack for 2 cores
+    if (m_s.net)
+        m_fleet.use_hosts(hosts_from_env());
     std::vector<std::string> live;
     int next_id = 0;
     const auto new_id = [&] { return "m" + std::to_string(next_id++); };
@@ -201,7 +229,7 @@ int controller::run() {
     if (start < 0)
         fail("no convergence at start");
 
-    std::vector<double> kill_times, rejoin_times, pause_times, resume_times;
+    std::vector<double> kill_times, rejoin_times, pause_times, resume_times, cut_times, heal_times;
     int moved_kill = 0, moved_join = 0, min_kill = 0, min_join = 0;
     for (int f = 0; f < m_s.faults && m_failures == 0; ++f) {
         std::uniform_int_distribution<std::size_t> pick{0, live.size() - 1};
@@ -211,7 +239,26 @@ int controller::run() {
         const auto before = holders();
         const int share = static_cast<int>(std::count_if(
             before.begin(), before.end(), [&](const auto& h) { return h.second == victim; }));
-        if (f % 2 == 0) {
+        if (m_s.net && f % 3 == 2) {
+            // Cut off for longer than the ttl: its renewals hang in the
+            // kernel; the others take its shards; healed, it comes back.
+            const auto t = steady::now();
+            m_fleet.cut(victim, true);
+            const double p = converge(rest, t, bound);
+            std::cout << "cut " << victim << ": converged in " << p << " s\n";
+            if (p < 0)
+                fail("no convergence while " + victim + " was cut off");
+            cut_times.push_back(p);
+            std::this_thread::sleep_for(
+                std::max(steady::duration{0}, t + ttl + 1s - steady::now()));
+            const auto c = steady::now();
+            m_fleet.cut(victim, false);
+            const double r = converge(live, c, bound);
+            std::cout << "heal " << victim << ": converged in " << r << " s\n";
+            if (r < 0)
+                fail("no convergence after " + victim + "'s link healed");
+            heal_times.push_back(r);
+        } else if (f % 2 == 0) {
             // SIGKILL, then a replacement joins under a new identity.
             const auto t = steady::now();
             m_fleet.kill(victim);
@@ -267,7 +314,8 @@ int controller::run() {
     };
     std::cout << "figures: convergence (max) after kill " << worst(kill_times) << " s, join "
               << worst(rejoin_times) << " s, pause " << worst(pause_times) << " s, resume "
-              << worst(resume_times) << " s (ttl " << seconds(ttl) << " s)\n"
+              << worst(resume_times) << " s, cut " << worst(cut_times) << " s, heal "
+              << worst(heal_times) << " s (ttl " << seconds(ttl) << " s)\n"
               << "figures: shards moved by kills " << moved_kill << " (minimum " << min_kill
               << "), by joins " << moved_join << " (minimum " << min_join << ")\n"
               << "figures: longest time a shard was unowned " << seconds(m_max_unowned)
@@ -302,6 +350,8 @@ int main(int argc, char** argv) {
                 s.faults = v;
             else if (args[i] == "--seed")
                 s.seed = static_cast<unsigned>(v);
+            else if (args[i] == "--net")
+                s.net = v != 0;
             else
                 throw std::invalid_argument{"unknown option " + args[i]};
         }
