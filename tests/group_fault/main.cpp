@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -239,25 +240,34 @@ int controller::run() {
         const auto before = holders();
         const int share = static_cast<int>(std::count_if(
             before.begin(), before.end(), [&](const auto& h) { return h.second == victim; }));
-        if (m_s.net && f % 3 == 2) {
-            // Cut off for longer than the ttl: its renewals hang in the
-            // kernel; the others take its shards; healed, it comes back.
+        // An outage longer than the ttl (SIGSTOP, or a cut that leaves its
+        // sockets open): the others take its shards; after it ends the
+        // member rejoins and gets its share back, without a restart.
+        const auto outage = [&](const char* begin, const char* end,
+                                const std::function<void()>& begin_it,
+                                const std::function<void()>& end_it, std::vector<double>& during,
+                                std::vector<double>& after) {
             const auto t = steady::now();
-            m_fleet.cut(victim, true);
+            begin_it();
             const double p = converge(rest, t, bound);
-            std::cout << "cut " << victim << ": converged in " << p << " s\n";
+            std::cout << begin << " " << victim << ": converged in " << p << " s\n";
             if (p < 0)
-                fail("no convergence while " + victim + " was cut off");
-            cut_times.push_back(p);
+                fail(std::string{"no convergence after "} + begin + " " + victim);
+            during.push_back(p);
             std::this_thread::sleep_for(
                 std::max(steady::duration{0}, t + ttl + 1s - steady::now()));
             const auto c = steady::now();
-            m_fleet.cut(victim, false);
+            end_it();
             const double r = converge(live, c, bound);
-            std::cout << "heal " << victim << ": converged in " << r << " s\n";
+            std::cout << end << " " << victim << ": converged in " << r << " s\n";
             if (r < 0)
-                fail("no convergence after " + victim + "'s link healed");
-            heal_times.push_back(r);
+                fail(std::string{"no convergence after "} + end + " " + victim);
+            after.push_back(r);
+        };
+        if (m_s.net && f % 3 == 2) {
+            outage(
+                "cut", "heal", [&] { m_fleet.cut(victim, true); },
+                [&] { m_fleet.cut(victim, false); }, cut_times, heal_times);
         } else if (f % 2 == 0) {
             // SIGKILL, then a replacement joins under a new identity.
             const auto t = steady::now();
@@ -282,24 +292,9 @@ int controller::run() {
             moved_join += moved(after_kill, holders());
             min_join += m_s.shards / static_cast<int>(live.size());
         } else {
-            // SIGSTOP for longer than the ttl: the others take its shards;
-            // after SIGCONT it rejoins and gets its share back.
-            const auto t = steady::now();
-            m_fleet.pause(victim);
-            const double p = converge(rest, t, bound);
-            std::cout << "pause " << victim << ": converged in " << p << " s\n";
-            if (p < 0)
-                fail("no convergence while " + victim + " was stopped");
-            pause_times.push_back(p);
-            std::this_thread::sleep_for(
-                std::max(steady::duration{0}, t + ttl + 1s - steady::now()));
-            const auto c = steady::now();
-            m_fleet.resume(victim);
-            const double r = converge(live, c, bound);
-            std::cout << "resume " << victim << ": converged in " << r << " s\n";
-            if (r < 0)
-                fail("no convergence after " + victim + " resumed");
-            resume_times.push_back(r);
+            outage(
+                "pause", "resume", [&] { m_fleet.pause(victim); }, [&] { m_fleet.resume(victim); },
+                pause_times, resume_times);
         }
     }
     if (!m_fleet.stop_all(15))
