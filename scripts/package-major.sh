@@ -34,9 +34,8 @@ build=$cache/package-build
 stage=$cache/package-stage
 rm -rf "$build" "$stage"
 mkdir -p "$build" "$stage/DEBIAN"
-(cd "$here" && find Makefile.pgxs extension sql -type f \
-	\( -name Makefile.pgxs -o -name '*.[ch]' -o -name '*.control' -o -name '*.sql' \) -print0 |
-	xargs -0 cp --parents -t "$build")
+source "$here/scripts/lib/extension_sources.sh"
+copy_extension_sources "$here" "$build"
 pgmake=(make -s -C "$build" -f Makefile.pgxs PG_CONFIG="$cache/pg_config")
 "${pgmake[@]}" COPT="-Werror" -j2 >&2
 # Debian's folders for major N, in place of the cached tree's.

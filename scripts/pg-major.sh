@@ -183,10 +183,8 @@ chmod 755 "$cache/pg_config"
 build=$cache/build
 rm -rf "$build"
 mkdir -p "$build"
-(cd "$here" && find Makefile.pgxs extension sql regress/sql regress/expected regress/specs \
-	-type f \( -name Makefile.pgxs -o -name '*.[ch]' -o -name '*.control' \
-	-o -name '*.sql' -o -name '*.out' -o -name '*.spec' \) -print0 |
-	xargs -0 cp --parents -t "$build")
+source "$here/scripts/lib/extension_sources.sh"
+copy_extension_sources "$here" "$build" regress/sql regress/expected regress/specs
 say "building pg_lease against $major"
 start=$(date +%s)
 make -s -C "$build" -f Makefile.pgxs PG_CONFIG="$cache/pg_config" \

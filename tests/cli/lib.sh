@@ -28,45 +28,11 @@ cleanup()
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
+# fail, pass, now_ms, sql, wait_until, expect_rc, wait_pid
+source "$(dirname "${BASH_SOURCE[0]}")/../harness/shell.sh"
 
 # A lease or table name no other test (or run) uses.
 unique() { echo "cli_${1}_$$_${RANDOM}"; }
-
-# One value from SQL.
-sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$1"; }
-
-# wait_until SECONDS COMMAND...: retries COMMAND every 50 ms.
-wait_until()
-{
-	local deadline=$(($(date +%s%N) + $1 * 1000000000))
-	shift
-	until "$@"; do
-		[ "$(date +%s%N)" -lt "$deadline" ] || return 1
-		sleep 0.05
-	done
-}
-
-# expect_rc WANT COMMAND...: runs COMMAND, fails the test unless it exits WANT.
-expect_rc()
-{
-	local want=$1 rc=0
-	shift
-	"$@" || rc=$?
-	[ "$rc" -eq "$want" ] || fail "expected exit $want, got $rc from: $*"
-}
-
-# wait_pid PID SECONDS: waits for background PID (a child of this shell) and
-# sets RC to its status; fails the test if it is still running after SECONDS.
-wait_pid()
-{
-	local pid=$1
-	wait_until "$2" bash -c "! kill -0 $pid 2>/dev/null || [ \"\$(ps -o stat= -p $pid)\" = Z ]" ||
-		fail "process $pid still running after $2 s"
-	RC=0
-	wait "$pid" || RC=$?
-}
 
 # group_gone PGID: no process left in the group.
 group_gone() { ! kill -0 -"$1" 2>/dev/null; }

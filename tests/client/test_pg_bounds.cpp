@@ -11,6 +11,7 @@
 #include <csignal>
 
 #include <thread>
+#include <vector>
 
 namespace pglease::test {
 namespace {
@@ -77,6 +78,48 @@ TEST_F(pg_bounds, a_renew_is_cut_at_the_callers_deadline_before_call_timeout) {
     const auto took = steady::now() - start;
     EXPECT_GE(took, 250ms);
     EXPECT_LT(took, 800ms) << "the renew waited for call_timeout, not its deadline";
+    row->commit();
+}
+
+TEST_F(pg_bounds, a_renew_of_many_leases_is_bounded_by_acquire_timeout_not_call_timeout) {
+    // A round of many rows may take longer than one renew: lease_renew_many
+    // gets the bound of acquire_many and release_many (and the caller's).
+    const std::vector<std::string> names{unique_name("many-a"), unique_name("many-b")};
+    connection_options o = env_options();
+    o.call_timeout = 500ms;
+    o.acquire_timeout = 2s;
+    pq_backend db{o};
+    const auto granted = db.acquire_many(names, "me", 10s, steady::now() + 5s);
+    ASSERT_EQ(granted.size(), 2U);
+    ASSERT_TRUE(granted[0].acquired && granted[1].acquired);
+    const std::vector<std::int64_t> epochs{granted[0].epoch, granted[1].epoch};
+
+    // Held for 1 s, past call_timeout: the round waits and renews both.
+    auto row = lock_row(names[1]);
+    std::thread release{[&row] {
+        std::this_thread::sleep_for(1s);
+        row->commit();
+    }};
+    auto start = steady::now();
+    const auto renewed = db.renew_many(names, "me", epochs, 10s, start + 5s);
+    auto took = steady::now() - start;
+    release.join();
+    ASSERT_EQ(renewed.size(), 2U);
+    EXPECT_TRUE(renewed[0].has_value() && renewed[1].has_value());
+    EXPECT_GE(took, 900ms) << "the row lock was not waited for";
+
+    // Held for good: cancelled at acquire_timeout.
+    row = lock_row(names[1]);
+    start = steady::now();
+    try {
+        (void)db.renew_many(names, "me", epochs, 10s, start + 10s);
+        ADD_FAILURE() << "renew_many went through a row locked FOR UPDATE";
+    } catch (const error& e) {
+        EXPECT_EQ(e.sqlstate(), "57014") << e.what();
+    }
+    took = steady::now() - start;
+    EXPECT_GE(took, 1900ms);
+    EXPECT_LT(took, 3s) << "renew_many outlived acquire_timeout";
     row->commit();
 }
 

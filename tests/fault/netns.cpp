@@ -1,6 +1,6 @@
 /// @file netns.cpp
 /// @brief Hosts for network faults (see netns.hpp), made with ip(8) and
-/// cut with nft(8).
+/// cut with nft(8) (tests/harness/nft_cut.hpp).
 #include "netns.hpp"
 
 #include "common.hpp"
@@ -22,17 +22,6 @@ bool address_in_use(const std::string& addr) {
 }
 
 } // namespace
-
-const char* name_of(cut_way w) noexcept {
-    switch (w) {
-    case cut_way::to_host:
-        return "in";
-    case cut_way::from_host:
-        return "out";
-    default:
-        return "both";
-    }
-}
 
 net_hosts::net_hosts(int n) {
     const std::string pid = std::to_string(::getpid() % 100000);
@@ -91,19 +80,16 @@ const char* net_hosts::hba_line() noexcept {
 }
 
 bool net_hosts::cut(int i, cut_way way) const {
-    std::string rules;
-    if (way != cut_way::from_host)
-        rules += " chain in { type filter hook input priority 0; iifname \"eth0\" drop; };";
-    if (way != cut_way::to_host)
-        rules += " chain out { type filter hook output priority 0; oifname \"eth0\" drop; };";
     auto argv = exec_prefix(i);
-    argv.insert(argv.end(), {"nft", "add table inet cut {" + rules + " }"});
+    const auto nft = pglease_test::nft_cut(way);
+    argv.insert(argv.end(), nft.begin(), nft.end());
     return run(argv) == 0;
 }
 
 void net_hosts::heal(int i) const {
     auto argv = exec_prefix(i);
-    argv.insert(argv.end(), {"nft", "delete", "table", "inet", "cut"});
+    const auto nft = pglease_test::nft_heal();
+    argv.insert(argv.end(), nft.begin(), nft.end());
     run(argv);
 }
 

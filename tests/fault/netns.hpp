@@ -6,16 +6,15 @@
 /// behind a dead switch port. The same scheme as tests/harness/netns.sh.
 #pragma once
 
+#include "nft_cut.hpp"
+
 #include <string>
 #include <vector>
 
 namespace fault {
 
-/// Which packets a cut drops.
-enum class cut_way { both, to_host, from_host };
-
-/// "both", "in" or "out" (the fault kinds' suffix).
-const char* name_of(cut_way w) noexcept;
+using pglease_test::cut_way;
+using pglease_test::name_of;
 
 class net_hosts {
 public:

@@ -1,6 +1,7 @@
 /// @file fleet.cpp
 /// @brief Member processes: fork + exec of this very executable.
 #include "fleet.hpp"
+#include "nft_cut.hpp"
 
 #include <chrono>
 #include <climits>
@@ -70,12 +71,9 @@ void fleet::kill(const std::string& identity) {
 
 void fleet::cut(const std::string& identity, bool on) {
     const std::string ns = m_hosts.at(m_host_of.at(identity)).ns;
-    const std::string cmd =
-        "ip netns exec " + ns +
-        (on ? " nft 'add table inet cut { chain in { type filter hook input priority 0; "
-              "iifname \"eth0\" drop; }; chain out { type filter hook output priority 0; "
-              "oifname \"eth0\" drop; }; }'"
-            : " nft delete table inet cut");
+    const std::string cmd = "ip netns exec " + ns + " " +
+                            pglease_test::shell_words(on ? pglease_test::nft_cut()
+                                                         : pglease_test::nft_heal());
     if (std::system(cmd.c_str()) != 0 && on)
         throw std::runtime_error{"could not cut " + identity + "'s host off: " + cmd};
 }

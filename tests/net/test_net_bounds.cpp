@@ -7,6 +7,7 @@
 /// connect ever hears back. Each call must return (fail) by its bound:
 /// the caller's deadline, call_timeout or acquire_timeout, plus the
 /// watchdog's grace for the cancel (200 ms) and the severing after it.
+#include "nft_cut.hpp"
 #include "pglease/error.hpp"
 #include "pglease/fence.hpp"
 #include "pglease/lease.hpp"
@@ -41,12 +42,8 @@ void run(const std::string& cmd) {
 /// Cuts this host off (both ways) for the life of the object.
 class cut {
 public:
-    cut() {
-        run("nft 'add table inet cut { chain in { type filter hook input priority 0; iifname "
-            "\"eth0\" drop; }; chain out { type filter hook output priority 0; oifname \"eth0\" "
-            "drop; }; }'");
-    }
-    ~cut() { (void)std::system("nft delete table inet cut"); }
+    cut() { run(pglease_test::shell_words(pglease_test::nft_cut())); }
+    ~cut() { (void)std::system(pglease_test::shell_words(pglease_test::nft_heal()).c_str()); }
     cut(const cut&) = delete;
     cut& operator=(const cut&) = delete;
     cut(cut&&) = delete;

@@ -35,19 +35,10 @@ cleanup()
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$TMP"/*.err; do [ -f "$f" ] && { echo "--- $f" >&2; cat "$f" >&2; }; done; exit 1; }
-pass() { echo "ok: $*"; }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$1"; }
-wait_until()
-{
-	local deadline=$(($(now_ms) + $1 * 1000))
-	shift
-	until "$@"; do
-		[ "$(now_ms)" -lt "$deadline" ] || return 1
-		sleep 0.02
-	done
-}
+source "$here/../harness/shell.sh"
+WAIT_STEP=0.02
+# fail: print the logs of the processes this test ran
+on_fail() { for f in "$TMP"/*.err; do [ -f "$f" ] && { echo "--- $f" >&2; cat "$f" >&2; }; done; }
 
 ttl_ms=2000
 net_host old

@@ -18,7 +18,8 @@ namespace pglease {
 /// Bounding calls: a renew must fail, not hang, before the renew deadline.
 /// Every statement is bounded on the client side, with no extra round trip:
 /// pq_backend waits for the reply until the call's bound (the earlier of
-/// call_timeout, or acquire_timeout for lease_acquire, and the deadline the
+/// call_timeout, or acquire_timeout for lease_acquire and the calls over
+/// many leases (renew_many, acquire_many, release_many), and the deadline the
 /// state machine passes: a leader's renew gets the time left before its
 /// renew deadline or local deadline), then sends a cancel request (the call
 /// fails with SQLSTATE 57014, the session stays open); if the reply still

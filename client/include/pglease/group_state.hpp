@@ -139,10 +139,6 @@ private:
     void scan(std::vector<group_event>& events);
     void stop_moved(std::vector<group_event>& events);
     void acquire_assigned(std::vector<group_event>& events);
-    /// What an acquire leaves of the renew deadline for the renewal that
-    /// waits behind it: four renew round trips, at least min_renew_reserve.
-    [[nodiscard]] clock::duration renew_reserve() const;
-    static constexpr std::chrono::milliseconds min_renew_reserve{50};
     clock::time_point m_fresh_renew_asked{}; ///< the renewal a takeover last asked to follow
     void schedule();
     [[nodiscard]] bool assigned_here(const std::string& shard) const;

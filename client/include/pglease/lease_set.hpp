@@ -49,11 +49,12 @@ class callback_queue;
 /// - renewals failing (a lost connection, a stalled server) until
 ///   renew_deadline end the term (lease_loss::renew_deadline) before that;
 ///   the set reconnects at its next call and acquires the lease again;
-/// - every call is bounded: renewals by the earliest renew deadline and
-///   call_timeout (<= retry_period); acquires by the next renewal and
-///   acquire_timeout; releases by the earliest renew deadline and
-///   acquire_timeout (a release of many rows may take longer than one
-///   renewal; one that fails leaves its leases to expire); reconnects by
+/// - every call is bounded by the earliest renew deadline of what is held
+///   and acquire_timeout (a round of many rows may take longer than one
+///   lease's renewal; a release that fails leaves its leases to expire);
+///   acquires also by the next renewal and by their send + renew_deadline
+///   - a renew reserve, in batches halved while the server cannot answer
+///   them within renew_interval (lease_set_state, step 5); reconnects by
 ///   connect_timeout, retried every retry_period x [1, jitter_factor];
 /// - a lease is granted to one holder at a time (lease_acquire's
 ///   compare-and-swap), and run_fenced() writes carry its epoch, so the

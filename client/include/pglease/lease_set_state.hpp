@@ -12,7 +12,9 @@
 #include "pglease/term_table.hpp"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -54,7 +56,13 @@ struct lease_set_event {
 ///     reported for a lease held elsewhere), ONE acquire_many tries every
 ///     wanted lease without a term; before that, ONE acquire_many tries
 ///     those an event said were freed (lease_freed()); each one granted
-///     begins a term.
+///     begins a term. An acquire ends by the next renewal and by its send
+///     + renew_deadline - renew reserve (a grant counts from the send: one
+///     that came later could not be renewed in time). At most
+///     acquire_batch() names go in one: halved when a batch fails or is
+///     not answered within renew_interval (a server too loaded to grant
+///     them all at once), doubled again when one is answered within a
+///     quarter of it; the next batch follows at once.
 ///
 /// A term's stop_token is signalled when it ends, and reads as stopped from
 /// its local deadline on by itself. A lease is never believed held past
@@ -140,6 +148,11 @@ public:
     [[nodiscard]] std::uint64_t acquire_rounds() const noexcept { return m_acquires.load(); }
     [[nodiscard]] std::uint64_t release_rounds() const noexcept { return m_terms.release_rounds(); }
 
+    /// The most names the next acquire_many sends (step 5). Same thread as
+    /// step().
+    [[nodiscard]] std::size_t acquire_batch() const noexcept { return m_acquire_batch; }
+    static constexpr std::size_t max_acquire_batch = std::numeric_limits<std::size_t>::max();
+
     /// Send to reply of the last successful renew round trip (zero before
     /// the first): the cycle cost to watch against ttl / 3. Thread-safe.
     [[nodiscard]] clock::duration last_renew_latency() const noexcept {
@@ -152,7 +165,9 @@ private:
     void end_term(std::vector<lease_set_event>& events, const detail::ended_term& e);
     void end_terms(std::vector<lease_set_event>& events, std::vector<detail::ended_term> ended);
     void acquire_wanted(std::vector<lease_set_event>& events);
-    void acquire(std::vector<lease_set_event>& events, const std::vector<std::string>& names);
+    /// One acquire_many of @p names; false if it was not answered.
+    bool acquire(std::vector<lease_set_event>& events, const std::vector<std::string>& names);
+    void resize_batch(std::size_t sent, clock::duration took);
     void schedule();
     [[nodiscard]] bool acquirable(const std::string& name) const;
     [[nodiscard]] std::vector<std::string> unheld_wanted() const;
@@ -167,6 +182,7 @@ private:
     std::set<std::string> m_freed; ///< lease_freed(): acquire these at the next step
 
     std::atomic<std::uint64_t> m_acquires{0};
+    std::size_t m_acquire_batch = max_acquire_batch;
     bool m_stopping = false;
     bool m_stopped = false;
     clock::time_point m_next;

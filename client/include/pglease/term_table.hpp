@@ -11,6 +11,7 @@
 #include "pglease/lease_options.hpp"
 #include "pglease/stop_token.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -180,6 +181,13 @@ public:
     [[nodiscard]] clock::duration last_renew_latency() const noexcept {
         return clock::duration{m_renew_latency.load()};
     }
+
+    /// What an acquire leaves of a renew deadline for the renewal that
+    /// waits behind it: four renew round trips, at least min_renew_reserve.
+    [[nodiscard]] clock::duration renew_reserve() const noexcept {
+        return std::max<clock::duration>(4 * last_renew_latency(), min_renew_reserve);
+    }
+    static constexpr std::chrono::milliseconds min_renew_reserve{50};
 
 private:
     struct term {

@@ -178,10 +178,6 @@ void group_state::stop_moved(std::vector<group_event>& events) {
     stop_shards(events, std::move(ended));
 }
 
-clock::duration group_state::renew_reserve() const {
-    return std::max<clock::duration>(4 * m_shards.last_renew_latency(), min_renew_reserve);
-}
-
 void group_state::acquire_assigned(std::vector<group_event>& events) {
     // 8. Shards assigned here, free or expired at the last read (or ours
     //    already, e.g. after a restart with the same identity).
@@ -201,10 +197,10 @@ void group_state::acquire_assigned(std::vector<group_event>& events) {
         const bool takeover = row != m_rows.end() && !row->second.holder.empty() &&
                               row->second.holder != m_config.identity;
         const auto now = m_clock.now();
-        const auto bound = m_shards.call_bound(&m_member) - renew_reserve();
+        const auto bound = m_shards.call_bound(&m_member) - m_shards.renew_reserve();
         if (now >= m_shards.next_renew() || bound <= now)
             return; // renew first (the next step comes when it is due)
-        if (takeover && now - m_member.renewed_at() > renew_reserve()) {
+        if (takeover && now - m_member.renewed_at() > m_shards.renew_reserve()) {
             // Once per renewal: a renewal that failed is retried at its pace.
             if (std::exchange(m_fresh_renew_asked, m_member.renewed_at()) != m_member.renewed_at())
                 m_shards.renew_by(now);

@@ -65,9 +65,7 @@ pq_backend::renew(const std::string& name, const std::string& holder, std::int64
 std::string pq_backend::store_id(clock::time_point deadline) {
     if (connected() && m_session->store_id)
         return *m_session->store_id;
-    const auto until = bounded(deadline, m_options.call_timeout);
-    (void)live(until);
-    return call("lease_store_id", until, [&] {
+    return call("lease_store_id", bounded(deadline, m_options.call_timeout), [&] {
         m_session->store_id = m_session->exec1(m_sql->store_id)[0].as<std::string>();
         return *m_session->store_id;
     });
@@ -77,8 +75,7 @@ bool pq_backend::raise(const std::string& store, const std::string& name, std::i
                        clock::time_point deadline) {
     const auto until = bounded(deadline, m_options.acquire_timeout);
     const auto attempt = [&] {
-        (void)live(until);
-        return call("lease_raise", until, [&] {
+        return call("lease_raise", until, [&] { // connects first, by the same bound
             pqxx::nontransaction& tx = m_session->calls();
             // The server gives up a little before the watchdog would cancel,
             // so that its error (a plain reply, the session kept) is back by then.

@@ -44,7 +44,9 @@ pq_backend::renew_many(const std::vector<std::string>& names, const std::string&
         return out;
     const std::string name_array = detail::text_array(names);
     const std::string epoch_array = detail::bigint_array(epochs);
-    return call("lease_renew_many", bounded(deadline, m_options.call_timeout), [&] {
+    // Many rows take longer than one: bounded as release_many, and always by
+    // the renew deadline the holder passes.
+    return call("lease_renew_many", bounded(deadline, m_options.acquire_timeout), [&] {
         const pqxx::result r =
             m_session->exec(m_sql->renew_many, name_array, holder, epoch_array, interval_text(ttl));
         if (r.size() != names.size())

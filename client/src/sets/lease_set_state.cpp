@@ -102,9 +102,9 @@ std::vector<std::string> lease_set_state::unheld_wanted() const {
 }
 
 void lease_set_state::acquire_wanted(std::vector<lease_set_event>& events) {
-    // 5. Every wanted lease without a term, in one round trip (sorted, as
-    //    m_wanted is), bounded so that the next renewal is not delayed; or,
-    //    before that is due, only those an event said were freed.
+    // 5. Every wanted lease without a term, a batch per round trip (sorted,
+    //    as m_wanted is), bounded so that the next renewal is not delayed;
+    //    or, before that is due, only those an event said were freed.
     const auto now = m_clock.now();
     if (m_terms.next_renew() != clock::time_point::max() && now >= m_terms.next_renew())
         return; // renew first; the next step comes at once
@@ -114,28 +114,47 @@ void lease_set_state::acquire_wanted(std::vector<lease_set_event>& events) {
             if (acquirable(name))
                 freed.push_back(name);
         m_freed.clear();
+        const std::size_t sent = std::min(freed.size(), m_acquire_batch);
+        m_freed.insert(freed.begin() + static_cast<std::ptrdiff_t>(sent), freed.end());
+        freed.resize(sent);
         acquire(events, freed);
         return;
     }
     m_freed.clear();
     m_next_acquire = now + detail::jittered(m_config.retry_period, m_config.jitter_factor, m_rng);
-    acquire(events, unheld_wanted());
+    std::vector<std::string> names = unheld_wanted();
+    const bool more = names.size() > m_acquire_batch;
+    if (more)
+        names.resize(m_acquire_batch);
+    if (acquire(events, names) && more)
+        m_next_acquire = m_clock.now(); // the next batch at once (after a renewal due)
 }
 
-void lease_set_state::acquire(std::vector<lease_set_event>& events,
+bool lease_set_state::acquire(std::vector<lease_set_event>& events,
                               const std::vector<std::string>& names) {
     if (names.empty())
-        return;
-    const auto bound = std::min(m_terms.call_bound(), m_terms.next_renew());
+        return true;
+    // A grant is counted from the send: one that arrives too late to be
+    // renewed before its renew deadline is not worth waiting for.
     const auto sent = m_clock.now();
+    const auto bound =
+        std::min({m_terms.call_bound(), m_terms.next_renew(),
+                  sent + m_config.renew_deadline - m_terms.renew_reserve()});
+    if (bound <= sent)
+        return false; // renew first
     std::vector<acquire_reply> replies;
     try {
         replies = m_db.acquire_many(names, m_config.identity, m_config.ttl, bound);
         ++m_acquires;
     } catch (const error&) {
-        return; // outcome unknown: the next try (same identity) extends what was granted
+        // Outcome unknown: the next try (same identity) extends what was
+        // granted. Under load the likely cause is a batch too big to be
+        // answered in time: send half as many.
+        resize_batch(names.size(), clock::duration::max());
+        return false;
     }
     const auto arrived = m_clock.now();
+    resize_batch(names.size(), arrived - sent);
     for (std::size_t i = 0; i < names.size() && i < replies.size(); ++i) {
         const acquire_reply& reply = replies[i];
         if (!reply.acquired) {
@@ -155,6 +174,18 @@ void lease_set_state::acquire(std::vector<lease_set_event>& events,
         e.stop = m_terms.begin(names[i], std::move(l));
         events.push_back(std::move(e));
     }
+    return true;
+}
+
+void lease_set_state::resize_batch(std::size_t sent, clock::duration took) {
+    // A batch should be answered within a renew interval: halve it when one
+    // was not, double it again when one took under a quarter of that.
+    const clock::duration target = m_config.renew_interval();
+    if (took > target)
+        m_acquire_batch = std::max<std::size_t>(1, sent / 2);
+    else if (took < target / 4 && sent >= m_acquire_batch)
+        m_acquire_batch = m_acquire_batch > max_acquire_batch / 2 ? max_acquire_batch
+                                                                  : 2 * m_acquire_batch;
 }
 
 void lease_set_state::callback_done(const std::string& name, std::int64_t epoch) {
