@@ -145,7 +145,6 @@ LeaseRelcacheCallback(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == lease_catalog.leases)
 		lease_catalog.valid = false;
-	LeaseWriteInvalidate(relid);
 }
 
 static void
@@ -236,6 +235,24 @@ LeaseGetPlan(LeasePlan id)
 		pfree(sql);
 	}
 	return plan;
+}
+
+/* Run a prepared statement; returns how many rows it processed. */
+uint64
+LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected)
+{
+	uint64		processed;
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_lease: SPI_connect failed");
+	rc = SPI_execute_plan(LeaseGetPlan(plan), values, nulls, false, 0);
+	if (rc != expected)
+		elog(ERROR, "pg_lease: statement %d failed: %s", (int) plan,
+			 SPI_result_code_string(rc));
+	processed = SPI_processed;
+	SPI_finish();
+	return processed;
 }
 
 Oid

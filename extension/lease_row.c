@@ -59,24 +59,6 @@ LeaseEnd(text *name)
 	LeaseForgetRowText(name);
 }
 
-/* Run a prepared statement; returns how many rows it processed. */
-uint64
-LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected)
-{
-	uint64		processed;
-	int			rc;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_lease: SPI_connect failed");
-	rc = SPI_execute_plan(LeaseGetPlan(plan), values, nulls, false, 0);
-	if (rc != expected)
-		elog(ERROR, "pg_lease: statement %d failed: %s", (int) plan,
-			 SPI_result_code_string(rc));
-	processed = SPI_processed;
-	SPI_finish();
-	return processed;
-}
-
 /*
  * Copy what the lease functions look at out of a lease row in slot, into
  * the current memory context; with_tuple, also the version itself, for

@@ -47,7 +47,6 @@ typedef struct LeaseGrant
 extern void LeaseRequireDurableCommit(void);
 extern void LeaseBegin(FunctionCallInfo fcinfo);
 extern void LeaseEnd(text *name);
-extern uint64 LeaseExecute(LeasePlan plan, Datum *values, const char *nulls, int expected);
 extern bool LeaseFindForLock(text *name, LeaseRow *row);
 extern bool LeaseLockFound(LeaseRow *row, LeaseLockIntent intent);
 extern void LeaseLockForChange(text *name, LeaseRow *row);

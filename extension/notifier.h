@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * notifier.h
- *	  NOTIFY pg_lease off the commit path: the shared queue that committing
- *	  transactions fill (notify_queue.c) and the per-database worker that
- *	  sends what it holds (notifier.c).
+ *	  NOTIFY pg_lease off the commit path: what committing transactions
+ *	  call to fill the shared queue (notify_queue.c, notify_xact.c) and the
+ *	  per-database worker that sends what it holds (notifier.c).  The
+ *	  queue itself is notify_shmem.h.
  *
  * A queued notification names the transaction that made the change (xid)
  * and, once one has taken it on, the transaction that sends it (sender).
@@ -19,8 +20,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "storage/latch.h"
-#include "storage/lwlock.h"
+#include "notify_shmem.h"
 
 #define LEASE_NOTIFY_CHANNEL		"pg_lease"
 
@@ -31,79 +31,11 @@ typedef enum LeaseNotifyMode
 	LEASE_NOTIFY_COMMIT			/* NOTIFY in the changing transaction */
 } LeaseNotifyMode;
 
-/* Lease name and payload of one queued notification, both terminated. */
-#define LEASE_NOTIFY_DATA_BYTES		1000
-
-typedef struct LeaseNotifyEntry
-{
-	Oid			database;
-	TransactionId xid;			/* the transaction that made the change */
-	TransactionId sender;		/* the transaction sending it, or invalid */
-	bool		done;			/* sent, or its change rolled back */
-	uint16		name_len;
-	uint16		payload_len;
-	char		data[LEASE_NOTIFY_DATA_BYTES];	/* name \0 payload \0 */
-} LeaseNotifyEntry;
-
-/* Databases that may have a worker at one time. */
-#define LEASE_NOTIFIER_MAX_DATABASES	64
-
-typedef struct LeaseNotifierDatabase
-{
-	Oid			database;		/* InvalidOid: slot free */
-	pid_t		pid;			/* the worker once attached, else 0 */
-	Latch	   *latch;			/* its latch, or NULL */
-} LeaseNotifierDatabase;
-
-/*
- * The queue: entries numbered from 0 up, entry n in slot n % size.  Those
- * from tail to head are live; any of them may be done already, tail only
- * moves over done ones.
- */
-typedef struct LeaseNotifyShared
-{
-	LWLock	   *lock;
-	uint64		head;
-	uint64		tail;
-	int			size;
-	LeaseNotifierDatabase databases[LEASE_NOTIFIER_MAX_DATABASES];
-	LeaseNotifyEntry entries[FLEXIBLE_ARRAY_MEMBER];
-} LeaseNotifyShared;
-
-extern LeaseNotifyShared *lease_notify;
-
-static inline LeaseNotifyEntry *
-LeaseNotifyEntryAt(uint64 n)
-{
-	return &lease_notify->entries[n % lease_notify->size];
-}
-
-static inline const char *
-LeaseNotifyEntryName(const LeaseNotifyEntry *entry)
-{
-	return entry->data;
-}
-
-static inline const char *
-LeaseNotifyEntryPayload(const LeaseNotifyEntry *entry)
-{
-	return entry->data + entry->name_len + 1;
-}
-
-/* What an entry needs, as LeaseNotifyResolve finds it. */
-typedef enum LeaseNotifyState
-{
-	LEASE_NOTIFY_DONE,			/* sent, or nothing to send */
-	LEASE_NOTIFY_WAITING,		/* its change has not committed yet */
-	LEASE_NOTIFY_SENDING,		/* a sender that has not committed yet has it */
-	LEASE_NOTIFY_READY			/* committed, and nobody sends it */
-} LeaseNotifyState;
-
 /* notify_xact.c */
-extern int	lease_notify_mode;
 extern void LeaseNotifyInit(void);
 
 /* notify_queue.c */
+extern int	lease_notify_mode;
 extern void LeaseNotify(const char *name, const char *payload);
 
 /* notify_queue.c, for notify_xact.c: this transaction's payloads */
@@ -112,11 +44,6 @@ extern bool LeaseNotifyPending(void);
 extern void LeaseNotifyPendingReset(void);
 extern void LeaseNotifyPendingSubAbort(SubTransactionId subid);
 extern void LeaseNotifyPendingSubCommit(SubTransactionId subid, SubTransactionId parent);
-
-/* notify_shmem.c */
-extern void LeaseNotifyShmemInit(void);
-extern LeaseNotifyState LeaseNotifyResolve(LeaseNotifyEntry *entry);
-extern void LeaseNotifyAdvanceTail(void);
 
 /* notifier.c */
 extern bool LeaseNotifierStart(Oid database);

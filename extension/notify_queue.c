@@ -54,6 +54,8 @@ typedef struct PendingNotify
 } PendingNotify;
 
 /* This transaction's payloads, oldest first, in TopTransactionContext. */
+int			lease_notify_mode = LEASE_NOTIFY_WORKER;
+
 static PendingNotify *pending = NULL;
 static PendingNotify **pending_end = &pending;
 static int	pending_count = 0;

@@ -8,7 +8,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
-#include "notifier.h"
+#include "notify_shmem.h"
 
 #include "access/transam.h"
 #include "miscadmin.h"

@@ -19,7 +19,6 @@
 #include "storage/latch.h"
 #include "utils/guc.h"
 
-int			lease_notify_mode = LEASE_NOTIFY_WORKER;
 static const struct config_enum_entry notify_mode_options[] = {
 	{"worker", LEASE_NOTIFY_WORKER, false},
 	{"commit", LEASE_NOTIFY_COMMIT, false},

@@ -81,6 +81,8 @@ typedef enum LeasePlan
 extern void LeaseCatalogInit(void);
 extern void LeaseCatalogEnsure(Oid member_func);
 extern SPIPlanPtr LeaseGetPlan(LeasePlan plan);
+extern uint64 LeaseExecute(LeasePlan plan, Datum *values, const char *nulls,
+						   int expected);
 extern Oid	LeaseTableRelid(void);
 extern Oid	LeaseEventsRelid(void);
 extern Oid	LeaseEpochSequence(void);
@@ -130,7 +132,6 @@ extern bool LeaseLockRow(text *name, LockTupleMode mode, Snapshot snapshot,
 
 /* row_write.c: direct writes to leases and lease_events, without SPI */
 extern void LeaseWriteInit(void);
-extern void LeaseWriteInvalidate(Oid relid);
 extern TupleTableSlot *LeaseRowSlot(Relation rel);
 extern void LeaseRowSlotRelease(TupleTableSlot *slot);
 extern bool LeaseInsertEventDirect(Datum *values, bool *nulls);

@@ -29,6 +29,7 @@
 #include "executor/executor.h"
 #include "nodes/execnodes.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -86,9 +87,9 @@ LeaseTargetForgetSlots(LeaseTarget *t)
 	}
 }
 
-/* Relcache callback (catalog.c): relid changed, or everything did. */
-void
-LeaseWriteInvalidate(Oid relid)
+/* Relcache callback: relid changed, or everything did. */
+static void
+LeaseWriteRelcacheCallback(Datum arg, Oid relid)
 {
 	int			i;
 	int			j;
@@ -145,6 +146,7 @@ LeaseWriteInit(void)
 {
 	RegisterXactCallback(LeaseWriteXactCallback, NULL);
 	RegisterSubXactCallback(LeaseWriteSubXactCallback, NULL);
+	CacheRegisterRelcacheCallback(LeaseWriteRelcacheCallback, (Datum) 0);
 }
 
 static bool

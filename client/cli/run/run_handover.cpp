@@ -1,7 +1,7 @@
 /// @file run_handover.cpp
-/// @brief `pglease run`'s planned take-over: asking the holder
-/// (--take-over), and handing the lease over to a verified requester after
-/// the job is gone (protocol: client/src/election/takeover_listener.hpp).
+/// @brief `pglease run`'s lease given back: released, or handed over to a
+/// verified requester after the job is gone; and asking the holder for it
+/// (--take-over) (protocol: client/src/election/takeover_listener.hpp).
 #include "common/common.hpp"
 #include "common/exit_codes.hpp"
 #include "run/run_signals.hpp"
@@ -12,6 +12,19 @@
 namespace pglease::cli {
 
 // --- the supervisor's steps ---------------------------------------------
+
+void supervisor::release_lease(bool quiet_if_lost) {
+    try {
+        if (m_lease.release())
+            info(m_g, "released lease \"" + m_a.lease + "\" (epoch " +
+                          std::to_string(m_lease.epoch()) + ")");
+        else if (!quiet_if_lost)
+            info(m_g, "lease \"" + m_a.lease + "\" was no longer ours to release");
+    } catch (const std::exception& e) {
+        std::cerr << "pglease: warning: could not release lease \"" << m_a.lease
+                  << "\" (it expires by itself): " << e.what() << std::endl;
+    }
+}
 
 void supervisor::ask_for_takeover() {
     // Ask each new holder at once, and the same one again after the retry

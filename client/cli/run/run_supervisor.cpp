@@ -132,19 +132,6 @@ void supervisor::reap() noexcept {
     }
 }
 
-void supervisor::release_lease(bool quiet_if_lost) {
-    try {
-        if (m_lease.release())
-            info(m_g, "released lease \"" + m_a.lease + "\" (epoch " +
-                          std::to_string(m_lease.epoch()) + ")");
-        else if (!quiet_if_lost)
-            info(m_g, "lease \"" + m_a.lease + "\" was no longer ours to release");
-    } catch (const std::exception& e) {
-        std::cerr << "pglease: warning: could not release lease \"" << m_a.lease
-                  << "\" (it expires by itself): " << e.what() << std::endl;
-    }
-}
-
 int supervisor::supervise() {
     const auto& t = m_a.timing;
     bool lost = false;

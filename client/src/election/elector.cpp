@@ -1,6 +1,6 @@
 /// @file elector.cpp
 /// @brief The elector's thread: step, dispatch, wait for NOTIFY or the
-/// next due time; and the term's worker thread.
+/// next due time (a term's worker thread: elector_term.cpp).
 ///
 /// election/: one lease, one leader. election (the single-threaded state
 /// machine, stepped by tests over the test double), elector (its thread and
@@ -94,70 +94,6 @@ void elector::report_lost(std::int64_t epoch) noexcept {
             m_source->request_stop();
     }
     m_db->interrupt(); // the loop ends the term and calls on_stopped_leading
-}
-
-void elector::start_term(std::int64_t epoch) {
-    join_worker(); // the previous term's work returned (it was told to stop)
-    stop_token token;
-    {
-        const std::lock_guard lock{m_mutex};
-        m_source.emplace(m_clock);
-        m_source->set_deadline(m_election.current().deadline());
-        token = m_source->token();
-        if (m_loop.stopping())
-            m_source->request_stop();
-    }
-    m_led = true;
-    m_takeover_requester.reset(); // asked for the first term only
-    if (m_config.answer_take_over_requests && !m_takeover_conninfo.empty())
-        m_takeover_listener = std::make_unique<detail::takeover_listener>(
-            m_takeover_conninfo, m_config.lease_name, m_config.identity,
-            [this](const detail::accepted_takeover& a) { take_over_requested(a.requester); },
-            nullptr);
-    m_worker = std::thread{[this, epoch, token] {
-        m_worker_id.store(std::this_thread::get_id()); // yield_to() refuses this thread
-        try {
-            m_config.callbacks.on_started_leading(epoch, token);
-        } catch (...) {
-            // Leader work failed: resign rather than lead without it.
-            m_work_failed.store(true);
-            m_db->interrupt();
-        }
-    }};
-}
-
-void elector::end_term() {
-    m_takeover_listener.reset(); // returns at once; no request is served after this
-    {
-        const std::lock_guard lock{m_mutex};
-        if (m_source)
-            m_source->request_stop();
-    }
-    detail::call_observer(m_config.callbacks.on_stopped_leading);
-}
-
-void elector::join_worker() noexcept {
-    if (m_worker.joinable())
-        m_worker.join();
-}
-
-void elector::dispatch(const std::vector<election_event>& events) {
-    for (const election_event& e : events) {
-        switch (e.what) {
-        case election_event::kind::started_leading:
-            start_term(e.epoch);
-            break;
-        case election_event::kind::stopped_leading:
-            end_term();
-            break;
-        case election_event::kind::term_refused:
-            detail::call_observer(m_config.callbacks.on_term_refused, e.epoch, e.why);
-            break;
-        case election_event::kind::new_leader:
-            detail::call_observer(m_config.callbacks.on_new_leader, e.identity);
-            break;
-        }
-    }
 }
 
 void elector::run() noexcept {
