@@ -60,3 +60,32 @@ LeaseParseEpochList(const char *text, int64_t *epochs, int max,
 	*error = "pg_lease.epoch must be a comma-separated list of positive epochs.";
 	return false;
 }
+
+/*
+ * The token a list stands for, for both fences (fence.c, fence_downstream.c):
+ * the listed epoch that is the lease's current one (its grant, or its
+ * floor downstream), else the largest listed, which is then refused but
+ * named in the message.
+ */
+bool
+LeaseEpochListed(const int64_t *epochs, int count, int64_t epoch)
+{
+	int			i;
+
+	for (i = 0; i < count; i++)
+		if (epochs[i] == epoch)
+			return true;
+	return false;
+}
+
+int64_t
+LeaseEpochListHighest(const int64_t *epochs, int count)
+{
+	int64_t		highest = 0;
+	int			i;
+
+	for (i = 0; i < count; i++)
+		if (epochs[i] > highest)
+			highest = epochs[i];
+	return highest;
+}

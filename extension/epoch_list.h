@@ -23,4 +23,8 @@
 extern bool LeaseParseEpochList(const char *text, int64_t *epochs, int max,
 								int *count, const char **error);
 
+/* Whether epoch is listed; the largest listed (0 for none). */
+extern bool LeaseEpochListed(const int64_t *epochs, int count, int64_t epoch);
+extern int64_t LeaseEpochListHighest(const int64_t *epochs, int count);
+
 #endif							/* PG_LEASE_EPOCH_LIST_H */

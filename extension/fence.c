@@ -17,6 +17,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
+#include "epoch_list.h"
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
@@ -112,7 +113,6 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token)
 	const LeaseRowState *kept;
 	LeaseRowState current;
 	bool		found;
-	int			i;
 
 	if (LeaseDeclaredToken(config->lease, token))
 		return FENCE_TOKEN_DECLARED;
@@ -128,15 +128,8 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token)
 	found = kept != NULL || LeasePeekRow(config->lease, &current);
 	if (kept != NULL)
 		current = *kept;
-	for (i = 0; i < list->count; i++)
-	{
-		if (found && list->epochs[i] == current.epoch)
-		{
-			*token = list->epochs[i];
-			break;
-		}
-		*token = Max(*token, list->epochs[i]);
-	}
+	*token = found && LeaseEpochListed(list->epochs, list->count, current.epoch) ?
+		current.epoch : LeaseEpochListHighest(list->epochs, list->count);
 	return FENCE_TOKEN_SETTING;
 }
 
@@ -151,13 +144,10 @@ FenceLockRow(const FenceConfig *config, FenceTokenSource source, int64 *token)
 {
 	const LeaseRowState *row = LeaseLockGrantShared(config->lease, *token);
 	const LeaseEpochList *list = LeaseSettingEpochs();
-	int			i;
 
 	while (source == FENCE_TOKEN_SETTING && row != NULL && row->epoch > *token)
 	{
-		for (i = 0; i < list->count && list->epochs[i] != row->epoch; i++)
-			;
-		if (i == list->count)
+		if (!LeaseEpochListed(list->epochs, list->count, row->epoch))
 			break;
 		*token = row->epoch;
 		row = LeaseLockGrantShared(config->lease, *token);

@@ -22,6 +22,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
+#include "epoch_list.h"
 
 #include "utils/builtins.h"
 #include "utils/rel.h"
@@ -79,17 +80,6 @@ LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token)
 	LeaseFloorKeep(key, token);
 }
 
-static bool
-EpochListed(const int64 *epochs, int count, int64 epoch)
-{
-	int			i;
-
-	for (i = 0; i < count; i++)
-		if (epochs[i] == epoch)
-			return true;
-	return false;
-}
-
 /*
  * Unnamed tokens (one from the row, or pg_lease.epoch's list): the one that
  * equals the floor passes, holding the floor's lock; returns it.  A single
@@ -103,15 +93,14 @@ LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel, const int64 *epoc
 {
 	int64		candidate;
 	int64		floor;
-	int64		highest = 0;
-	int			i;
+	int64		highest;
 
 	candidate = LeaseFloorPassedEpoch(key);
-	if (candidate > 0 && EpochListed(epochs, count, candidate))
+	if (candidate > 0 && LeaseEpochListed(epochs, count, candidate))
 		return candidate;
 	floor = -1;					/* not read yet */
 	candidate = count == 1 ? epochs[0] : (floor = LeaseFloorPeek(key));
-	while (candidate > 0 && EpochListed(epochs, count, candidate))
+	while (candidate > 0 && LeaseEpochListed(epochs, count, candidate))
 	{
 		floor = LeaseFloorHold(key, candidate);
 		if (floor == candidate)
@@ -123,8 +112,7 @@ LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel, const int64 *epoc
 	}
 	if (floor < 0)
 		floor = LeaseFloorPeek(key);
-	for (i = 0; i < count; i++)
-		highest = Max(highest, epochs[i]);
+	highest = LeaseEpochListHighest(epochs, count);
 	if (highest < floor)
 		DownstreamRejectStale(key, rel, highest, floor);
 	DownstreamRejectUnnamed(key, rel, highest, floor);

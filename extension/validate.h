@@ -76,50 +76,36 @@ LeaseIntervalUsec(const Interval *value, int64 *usec)
 			 pg_add_s64_overflow(*usec, months_usec, usec));
 }
 
-/* A ttl as microseconds: positive and at most pg_lease.max_ttl. */
+/*
+ * An interval argument as microseconds, at most pg_lease.max_ttl: above
+ * zero, or with zero_ok at least zero.  what names it in the messages.
+ */
 static inline int64
-LeaseTtlArg(FunctionCallInfo fcinfo, int argno)
+LeaseIntervalArg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok)
 {
 	int64		usec = 0;
 	bool		ok;
 
-	LeaseRequireArg(fcinfo, argno, "ttl");
+	LeaseRequireArg(fcinfo, argno, what);
 	ok = LeaseIntervalUsec(PG_GETARG_INTERVAL_P(argno), &usec);
 
-	if (ok && usec <= 0)
+	if (ok && (zero_ok ? usec < 0 : usec <= 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease ttl must be positive")));
+				 zero_ok ? errmsg("lease %s must not be negative", what) :
+				 errmsg("lease %s must be positive", what)));
 	if (!ok || usec > (int64) lease_max_ttl_ms * 1000)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease ttl must not exceed pg_lease.max_ttl"),
+				 errmsg("lease %s must not exceed pg_lease.max_ttl", what),
 				 errdetail("pg_lease.max_ttl is %d ms.", lease_max_ttl_ms),
 				 errhint("A superuser can raise pg_lease.max_ttl.")));
 	return usec;
 }
 
-/* A lock delay as microseconds: zero or more, at most pg_lease.max_ttl. */
-static inline int64
-LeaseLockDelayArg(FunctionCallInfo fcinfo, int argno)
-{
-	int64		usec = 0;
-	bool		ok;
-
-	LeaseRequireArg(fcinfo, argno, "lock_delay");
-	ok = LeaseIntervalUsec(PG_GETARG_INTERVAL_P(argno), &usec);
-
-	if (ok && usec < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease lock_delay must not be negative")));
-	if (!ok || usec > (int64) lease_max_ttl_ms * 1000)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease lock_delay must not exceed pg_lease.max_ttl"),
-				 errdetail("pg_lease.max_ttl is %d ms.", lease_max_ttl_ms)));
-	return usec;
-}
+/* A ttl: positive.  A lock delay: zero or more. */
+#define LeaseTtlArg(fcinfo, argno)			LeaseIntervalArg(fcinfo, argno, "ttl", false)
+#define LeaseLockDelayArg(fcinfo, argno)	LeaseIntervalArg(fcinfo, argno, "lock_delay", true)
 
 /* A ttl as an interval of pure time, the form the leases table stores. */
 static inline Interval *
