@@ -8,7 +8,7 @@
 # by hand); each figure is (count at 1,100 - count at 100) / 1,000, so
 # start-up and the first transaction's catalog lookups cancel out.  Both
 # without preloading and with pg_lease in shared_preload_libraries, where
-# a session keeps its lease row across transactions (grant_cache.c).
+# a session keeps its lease row across transactions (fence_cache.c).
 #
 #   bench/fence_callgrind.sh
 set -euo pipefail

@@ -8,7 +8,7 @@
  * for 1.3's fence lock in the lock manager.  After an update without a
  * server restart, such backends may run beside new ones, so until none can
  * be left, new fenced writers take the row lock as well (first, then the
- * fence lock; see xact_state.c), and every change of holder waits for both
+ * fence lock; see fence_xact.c), and every change of holder waits for both
  * kinds (lease_row.c).  None can be left when
  *   - the library was preloaded: every backend runs the code the
  *     postmaster loaded, the same as this one; or

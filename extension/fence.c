@@ -12,7 +12,7 @@
  * never take that lock.  A third argument, the lease store, fences the
  * table by a floor instead (fence_downstream.c); tokens are declared with
  * lease_use (fence_use.c).  Hot path: the arguments are kept for the
- * statement (fn_extra), the row for the transaction (xact_state.c).
+ * statement (fn_extra), the row for the transaction (fence_xact.c).
  *
  *-------------------------------------------------------------------------
  */

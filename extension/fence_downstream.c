@@ -2,7 +2,7 @@
  *
  * fence_downstream.c
  *	  The fence trigger's downstream half: a table fenced by a lease of
- *	  another database, through the floor this database keeps (floors.c).
+ *	  another database, through the floor this database keeps (fence_floors.c).
  *
  * The token is declared the same ways as for the local fence (lease_use,
  * pg_lease.epoch, the epoch column: fence.c), but only a token declared for

@@ -12,9 +12,9 @@
  *     the writers it waits for and ends), epoch.c (tokens that never go
  *     back), events.c (history), retention.c (its pruning);
  *   fence: fence.c (the trigger), fence_use.c (lease_use), fence_lock.c
- *     (the lock manager's fence lock), fence_downstream.c and floors.c
- *     (downstream floors), xact_state.c (tokens and grants of a
- *     transaction), grant_cache.c (rows kept across transactions),
+ *     (the lock manager's fence lock), fence_downstream.c and fence_floors.c
+ *     (downstream floors), fence_xact.c (tokens and grants of a
+ *     transaction), fence_cache.c (rows kept across transactions),
  *     compat.c (1.2 backends after an update), epoch_list.c (pg_lease.epoch);
  *   storage: catalog.c (objects, prepared statements, SPI), row_lock.c and
  *     row_write.c with write_target.c (rows and history without the

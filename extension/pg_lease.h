@@ -204,7 +204,7 @@ extern void LeaseRecordEvent(const char *event, text *name, text *holder,
 extern void LeaseRetentionInit(void);
 extern void LeasePruneEvents(text *name, const char *name_str);
 
-/* xact_state.c: per-transaction tokens, and the grants whose fence lock is held */
+/* fence_xact.c: per-transaction tokens, and the grants whose fence lock is held */
 typedef struct LeaseRowState
 {
 	int64		epoch;
@@ -223,7 +223,7 @@ extern void LeaseForgetRow(const char *name);
 extern void LeaseForgetRowText(text *name);
 
 /*
- * floors.c: downstream fences, by the highest epoch of another database's
+ * fence_floors.c: downstream fences, by the highest epoch of another database's
  * lease seen here.  Floor locks are advisory tags too: database, a 64-bit
  * hash of (store, name, epoch), and this class ("LF").
  */
@@ -246,13 +246,13 @@ extern void LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 t
 extern int64 LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel,
 									const int64 *epochs, int count);
 
-/* xact_state.c: the floors this transaction's writes passed */
+/* fence_xact.c: the floors this transaction's writes passed */
 extern bool LeaseFloorPassed(const LeaseFloorKey *key, int64 epoch);
 extern int64 LeaseFloorPassedEpoch(const LeaseFloorKey *key);
 extern void LeaseFloorKeep(const LeaseFloorKey *key, int64 epoch);
 extern void LeaseFloorForget(const LeaseFloorKey *key);
 
-/* grant_cache.c: lease rows kept across transactions while unchanged */
+/* fence_cache.c: lease rows kept across transactions while unchanged */
 extern void LeaseGrantCacheInit(void);
 extern void LeaseGrantChanged(text *name);
 extern uint64 LeaseGrantCacheStamp(const char *name);

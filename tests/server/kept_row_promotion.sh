@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A session keeps its lease row across transactions (pg_lease preloaded,
-# extension/grant_cache.c) only where every change bumps the lease's
+# extension/fence_cache.c) only where every change bumps the lease's
 # counter: never on a standby, whose replayed changes bump nothing.  A
 # session that declared a token on a standby and lives on through the
 # standby's promotion must see the release that was replayed meanwhile:

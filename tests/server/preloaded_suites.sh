@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The pg_regress suites and isolation specs again, on a server with pg_lease
 # in shared_preload_libraries.  Preloaded, a session keeps its lease rows
-# across transactions while they are unchanged (extension/grant_cache.c)
+# across transactions while they are unchanged (extension/fence_cache.c)
 # and notifications leave through the notifier's queue; the main test
 # server runs without preloading.  The outcomes must be the same: the same
 # expected files, or the *_1.out variant where preloading changes what

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * floors.c
+ * fence_floors.c
  *	  Downstream fences: a database that does not hold a lease keeps the
  *	  highest epoch of it that it has seen (its floor), and refuses writes
  *	  below it.

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * grant_cache.c
+ * fence_cache.c
  *	  Lease rows kept across transactions, so that a fenced transaction whose
  *	  lease row has not changed does not read it again.
  *

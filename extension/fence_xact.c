@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * xact_state.c
+ * fence_xact.c
  *	  Per-transaction state: tokens declared with lease_use, and the grants
  *	  whose fence lock the transaction holds.
  *
@@ -8,7 +8,7 @@
  * other transaction can end that grant until this one ends, so the lease
  * row's epoch and expiry are read once, after the lock is granted, and
  * kept here (and across transactions while the row does not change:
- * grant_cache.c).  Only the clock is looked at again for each further row.
+ * fence_cache.c).  Only the clock is looked at again for each further row.
  * Lease functions called in the same transaction forget the row they
  * change.  Entries remember the subtransaction that made them: a
  * rolled-back subtransaction takes its tokens with it, and its locks too,
@@ -38,7 +38,7 @@ typedef struct LeaseXactEntry
 /* Both lists live in TopTransactionContext and die with the transaction. */
 static LeaseXactEntry *declared_tokens = NULL;
 static LeaseXactEntry *locked_rows = NULL;
-/* floors (floors.c) passed: name is the store, a NUL, then the lease name */
+/* floors (fence_floors.c) passed: name is the store, a NUL, then the lease name */
 static LeaseXactEntry *floor_passes = NULL;
 
 static LeaseXactEntry *
