@@ -312,7 +312,17 @@ failed_detail()
 
 # --- one mutant -----------------------------------------------------------
 
-apply_patch() { patch -s -p1 -F0 -d "$SRC" --no-backup-if-mismatch "$@" <"$MUTANTS_DIR/$ID.patch"; }
+# Never a question (--force, no terminal): a patch that does not apply fails.
+apply_patch() { patch -s -p1 -F0 -d "$SRC" --no-backup-if-mismatch --force -i "$MUTANTS_DIR/$ID.patch" </dev/null; }
+
+# unmutate FILE: the copy taken before the patch, back in place (a new
+# time, so make rebuilds it), and built.
+unmutate()
+{
+	cp "$SCRATCH/unmutated" "$SRC/$1"
+	touch "$SRC/$1"
+	rebuild "$1"
+}
 
 # try_mutant ID: prints its line; returns 1 unless it was caught (a
 # survivor, a catch by a suite that fails on the unmutated tree too, or no
@@ -323,10 +333,14 @@ try_mutant()
 	ID=$1
 	file=$(mutant_file "$ID")
 	mapfile -t MUTANT_TARGETS < <(all_suites "$ID" | while IFS= read -r suite; do suite_target "$suite"; done | sort -u)
-	apply_patch || die "$ID: patch does not apply"
+	# The file is put back from a copy, not by reversing the patch: the
+	# tree is unmutated after every mutant, whatever the patch did.
+	[ -f "$SRC/$file" ] || die "$ID: $file is not in the tree"
+	cp "$SRC/$file" "$SCRATCH/unmutated"
+	apply_patch || { cp "$SCRATCH/unmutated" "$SRC/$file"; die "$ID: patch does not apply"; }
+	! cmp -s "$SRC/$file" "$SCRATCH/unmutated" || die "$ID: the patch changes nothing"
 	if ! rebuild "$file"; then
-		apply_patch -R
-		rebuild "$file"
+		unmutate "$file"
 		die "$ID: the mutant does not build"
 	fi
 	local -a suites
@@ -344,8 +358,7 @@ try_mutant()
 			break
 		fi
 	done
-	apply_patch -R
-	rebuild "$file"
+	unmutate "$file"
 	if [ "$ran" -eq 0 ]; then
 		echo "$ID not judged: every suite it names failed its baseline ($(mutant_suites "$ID"))"
 		return 1
@@ -435,6 +448,11 @@ main()
 	export PGLEASE_GIT_DIR=$ROOT	# for suites that build older versions from history
 	SCRATCH=$(mktemp -d /tmp/pg_lease_mutants.XXXXXX)
 	chmod 0755 "$SCRATCH"
+	# The patches are read once, now: editing scripts/mutants/ while a run
+	# goes on changes nothing of it.
+	mkdir "$SCRATCH/patches"
+	for id in "${ids[@]}"; do cp "$MUTANTS_DIR/$id.patch" "$SCRATCH/patches/"; done
+	MUTANTS_DIR=$SCRATCH/patches
 	WORK=${MUTANTS_WORK:-$ROOT/build/mutants-work}
 	mkdir -p "$WORK"
 	SRC=$WORK/src

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Upgrades 1.0 -> ... -> 1.5 and 1.1 -> ... -> 1.5: the new library
-# works on the old schemas until ALTER EXTENSION ... UPDATE (renewals must
-# not stop while an operator upgrades), each update keeps every lease and
-# epoch, and both paths leave the same objects as a fresh install.
+# Upgrades 1.0 -> ... -> 1.5, 1.1 -> ... -> 1.5 and 1.3 -> 1.4 -> 1.5: the
+# new library works on the old schemas until ALTER EXTENSION ... UPDATE
+# (renewals must not stop while an operator upgrades), each update keeps
+# every lease and epoch, and every path leaves the same objects as a fresh
+# install from the one full script of the current version
+# (sql/pg_lease--1.5.sql): columns, constraints, indexes, views, tables,
+# sequences, types, functions (arguments, defaults, body, language,
+# volatility, strictness, security, settings, rights, comments) and what is
+# dumped with the data.
 # (upgrade_mixed.sh: the update while 1.2 libraries still run.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,6 +18,7 @@ pg_cluster_start upgrade
 q "CREATE DATABASE old" >/dev/null
 q "CREATE DATABASE fresh" >/dev/null
 q "CREATE DATABASE mid" >/dev/null
+q "CREATE DATABASE from13" >/dev/null
 
 # --- the new library on a 1.0 schema ----------------------------------------
 export PGDATABASE=old
@@ -110,6 +116,11 @@ check "1.1 -> 1.2: the shard shows in lease_group_shards" \
 PGDATABASE=mid q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
 check "1.1 -> 1.2 -> 1.3 -> 1.4 -> 1.5" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.5
 
+# --- a 1.3 install (the full script before 1.5's) updated ---------------------
+PGDATABASE=from13 q "CREATE EXTENSION pg_lease VERSION '1.3'" >/dev/null
+PGDATABASE=from13 q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
+check "1.3 -> 1.4 -> 1.5" test "$(PGDATABASE=from13 q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.5
+
 # --- same objects as a fresh install ----------------------------------------
 PGDATABASE=fresh q "CREATE EXTENSION pg_lease" >/dev/null
 check "a fresh install is version 1.5" test "$(PGDATABASE=fresh q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.5
@@ -135,9 +146,25 @@ SELECT 'table ' || c.relname || ' -- ' || coalesce(obj_description(c.oid, 'pg_cl
   FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'v', 'S')
    AND c.relname LIKE 'lease%'
 UNION ALL
-SELECT 'function ' || p.oid::regprocedure || ' ' || p.prosecdef || ' ' || coalesce(p.proconfig::text, '')
+SELECT 'function ' || p.oid::regprocedure || ' (' || pg_get_function_arguments(p.oid) || ') returns '
+       || pg_get_function_result(p.oid) || ' ' || l.lanname || ' ' || p.provolatile::text || ' strict ' || p.proisstrict
+       || ' ' || p.prosecdef || ' ' || coalesce(p.proconfig::text, '')
        || ' ' || coalesce(p.proacl::text, '') || ' ' || md5(p.prosrc) || ' -- ' || coalesce(obj_description(p.oid, 'pg_proc'), '')
-  FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.pronamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'index ' || indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename LIKE 'lease%'
+UNION ALL
+SELECT 'sequence ' || s.seqrelid::regclass || ' ' || format_type(s.seqtypid, NULL) || ' ' || s.seqstart
+       || ' ' || s.seqincrement || ' ' || s.seqmax || ' ' || s.seqcycle || coalesce(' owned by ' || d.refobjid::regclass || '.' || d.refobjsubid, '')
+  FROM pg_sequence s LEFT JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.seqrelid AND d.deptype = 'a'
+ WHERE s.seqrelid::regclass::text LIKE 'lease%'
+UNION ALL
+SELECT 'type ' || t.typname || ' ' || string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+       || ' -- ' || coalesce(obj_description(t.oid, 'pg_type'), '')
+  FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0
+ WHERE t.typnamespace = 'public'::regnamespace AND t.typtype = 'c'
+   AND (SELECT c.relkind FROM pg_class c WHERE c.oid = t.typrelid) = 'c'
+ GROUP BY t.oid, t.typname
 UNION ALL
 SELECT 'dumped with the data: ' || string_agg(c::regclass::text, ', ' ORDER BY c::regclass::text)
   FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'pg_lease'
@@ -146,10 +173,15 @@ SQL
 }
 describe old >"$PG_CLUSTER_ROOT/old.txt"
 describe mid >"$PG_CLUSTER_ROOT/mid.txt"
+describe from13 >"$PG_CLUSTER_ROOT/from13.txt"
 describe fresh >"$PG_CLUSTER_ROOT/fresh.txt"
 check "1.0 -> 1.1 -> 1.2 -> 1.3 -> 1.4 -> 1.5 describes the same objects as a fresh 1.5 ($(wc -l <"$PG_CLUSTER_ROOT/fresh.txt") lines)" \
 	diff "$PG_CLUSTER_ROOT/old.txt" "$PG_CLUSTER_ROOT/fresh.txt"
 check "1.1 -> 1.2 -> 1.3 -> 1.4 -> 1.5 describes the same objects as a fresh 1.5" \
 	diff "$PG_CLUSTER_ROOT/mid.txt" "$PG_CLUSTER_ROOT/fresh.txt"
+check "1.3 -> 1.4 -> 1.5 describes the same objects as a fresh 1.5" \
+	diff "$PG_CLUSTER_ROOT/from13.txt" "$PG_CLUSTER_ROOT/fresh.txt"
+check "the description covers every kind of object" bash -c \
+	"for k in column constraint index view table sequence type function 'dumped with the data'; do grep -q \"^\$k[ :]\" '$PG_CLUSTER_ROOT/fresh.txt' || { echo \"no \$k\"; exit 1; }; done"
 
 finish
