@@ -3,7 +3,7 @@
 /// fail (outcome unknown), and that counts the many-lease round trips.
 #pragma once
 
-#include "pglease/backend.hpp"
+#include "forwarding_backend.hpp"
 #include "pglease/error.hpp"
 
 #include <atomic>
@@ -18,10 +18,10 @@ namespace pglease::test {
 /// call that writes or reads the store throws connection_lost before it
 /// reaches the store. renew_many, acquire_many and release_many each count
 /// as one round trip.
-class flaky_backend final : public backend {
+class flaky_backend final : public forwarding_backend {
 public:
     explicit flaky_backend(std::unique_ptr<backend> inner)
-        : m_inner{std::move(inner)} {}
+        : forwarding_backend{std::move(inner)} {}
 
     std::atomic<bool> fail{false};
     std::atomic<int> fail_next{0}; ///< the next N calls fail as while `fail`
@@ -76,24 +76,10 @@ public:
         ++release_many_calls;
         return m_inner->release_many(n, h, e, d);
     }
-    bool revoke(const std::string& n) override { return m_inner->revoke(n); }
-    std::optional<lease_record> status(const std::string& n) override { return m_inner->status(n); }
     std::vector<lease_record> list(const std::string& p) override {
         check();
         return m_inner->list(p);
     }
-    bool listen() override { return m_inner->listen(); }
-    bool wait_for_change(const std::string& n, clock::time_point u) noexcept override {
-        return m_inner->wait_for_change(n, u);
-    }
-    bool wait_for_prefix(const std::string& p, clock::time_point u) noexcept override {
-        return m_inner->wait_for_prefix(p, u);
-    }
-    bool wait_for_free(const std::set<std::string>& n, clock::time_point u,
-                       std::vector<std::string>& f) noexcept override {
-        return m_inner->wait_for_free(n, u, f);
-    }
-    void interrupt() noexcept override { m_inner->interrupt(); }
 
 private:
     bool take_one_failure() {
@@ -106,7 +92,6 @@ private:
         if (fail.load() || take_one_failure())
             throw connection_lost{"flaky_backend: connection lost"};
     }
-    std::unique_ptr<backend> m_inner;
     mutable std::mutex m_mutex;
     std::vector<std::string> m_last_acquired;
 };

@@ -3,7 +3,7 @@
 /// the store's manual clock (tests of many-lease round trips).
 #pragma once
 
-#include "pglease/backend.hpp"
+#include "forwarding_backend.hpp"
 #include "pglease/error.hpp"
 #include "pglease/testing.hpp"
 
@@ -16,11 +16,11 @@ namespace pglease {
 /// A session of the store whose many-lease calls (and single acquires)
 /// take a visible time: the store's clock moves by `there` before the
 /// store runs the call and by `back` after it answered.
-class slow_backend final : public backend {
+class slow_backend final : public test::forwarding_backend {
 public:
     slow_backend(testing::lease_store& store, std::unique_ptr<backend> inner)
-        : m_store{store}
-        , m_inner{std::move(inner)} {}
+        : forwarding_backend{std::move(inner)}
+        , m_store{store} {}
 
     clock::duration there{0};
     clock::duration back{0};
@@ -71,9 +71,6 @@ public:
                                                    clock::time_point d) override {
         return slowly([&] { return m_inner->renew(n, h, e, t, d); });
     }
-    bool release(const std::string& n, const std::string& h, std::int64_t e) override {
-        return m_inner->release(n, h, e);
-    }
     std::vector<std::optional<std::chrono::microseconds>>
     renew_many(const std::vector<std::string>& n, const std::string& h,
                const std::vector<std::int64_t>& e, std::chrono::milliseconds t,
@@ -100,30 +97,9 @@ public:
             m_store.advance(per_acquire_name * static_cast<long>(n.size()));
         return slowly([&] { return m_inner->acquire_many(n, h, t, d); });
     }
-    std::vector<bool> release_many(const std::vector<std::string>& n, const std::string& h,
-                                   const std::vector<std::int64_t>& e,
-                                   clock::time_point d) override {
-        return m_inner->release_many(n, h, e, d);
-    }
-    bool revoke(const std::string& n) override { return m_inner->revoke(n); }
-    std::optional<lease_record> status(const std::string& n) override { return m_inner->status(n); }
-    std::vector<lease_record> list(const std::string& p) override { return m_inner->list(p); }
-    bool listen() override { return m_inner->listen(); }
-    bool wait_for_change(const std::string& n, clock::time_point u) noexcept override {
-        return m_inner->wait_for_change(n, u);
-    }
-    bool wait_for_prefix(const std::string& p, clock::time_point u) noexcept override {
-        return m_inner->wait_for_prefix(p, u);
-    }
-    bool wait_for_free(const std::set<std::string>& n, clock::time_point u,
-                       std::vector<std::string>& f) noexcept override {
-        return m_inner->wait_for_free(n, u, f);
-    }
-    void interrupt() noexcept override { m_inner->interrupt(); }
 
 private:
     testing::lease_store& m_store;
-    std::unique_ptr<backend> m_inner;
 };
 
 } // namespace pglease
