@@ -65,75 +65,77 @@ outcome step_for(lease_store& store, lease_set_state& state, clock::duration spa
 // Long enough to grant every lease in batches and renew them several times.
 constexpr auto span = 120s;
 
-/// 100 ms of the server's time per lease acquired in one call.
-void load(slow_backend& db) {
-    db.per_acquire_name = 100ms;
-    db.acquire_bound = 15s;
-}
+/// A lease set of @p leases on the test store; loaded: each acquire takes
+/// 100 ms of the store's time per lease, and ends by acquire_timeout = ttl
+/// as pq_backend bounds it.
+struct set_on_store {
+    explicit set_on_store(int leases, bool loaded = true)
+        : db{store, store.connect()}
+        , state{db, many_config(leases), store.clock(), 7} {
+        if (loaded) {
+            db.per_acquire_name = 100ms;
+            db.acquire_bound = 15s;
+        }
+    }
+
+    /// Steps for span; every lease wanted held at the end, none ever lost.
+    outcome run_holding(std::size_t leases) {
+        const outcome out = step_for(store, state, span, leases);
+        EXPECT_TRUE(out.all_held) << state.held_count() << " of " << leases << " held after "
+                                  << out.steps << " steps";
+        EXPECT_EQ(out.lost, 0) << "grants dropped: one came too late to be renewed";
+        return out;
+    }
+
+    lease_store store;
+    slow_backend db;
+    lease_set_state state;
+};
 
 TEST(lease_set_batches, a_first_batch_answered_after_the_renew_deadline_is_never_sent) {
     // 120 leases take 12 s: within acquire_timeout, but past the renew
     // deadline of a grant counted from the send. Sent whole, they would be
     // granted and dropped at once, every retry.
-    lease_store store;
-    slow_backend db{store, store.connect()};
-    load(db);
-    lease_set_state state{db, many_config(120), store.clock(), 7};
-
-    const outcome out = step_for(store, state, span, 120);
-    EXPECT_TRUE(out.all_held) << state.held_count() << " of 120 held after " << out.steps << " steps";
-    EXPECT_EQ(out.lost, 0) << "grants dropped: one came too late to be renewed";
-    ASSERT_FALSE(db.acquire_batches.empty());
-    EXPECT_EQ(db.acquire_batches.front(), 120U) << "the first acquire tries every lease";
-    EXPECT_GE(db.cancelled, 1) << "the whole batch was answered: no load to adapt to";
+    set_on_store s{120};
+    (void)s.run_holding(120);
+    ASSERT_FALSE(s.db.acquire_batches.empty());
+    EXPECT_EQ(s.db.acquire_batches.front(), 120U) << "the first acquire tries every lease";
+    EXPECT_GE(s.db.cancelled, 1) << "the whole batch was answered: no load to adapt to";
     // Every batch answered was small enough to be renewed in time.
-    EXPECT_LE(state.acquire_batch(), 60U);
+    EXPECT_LE(s.state.acquire_batch(), 60U);
 }
 
 TEST(lease_set_batches, a_first_batch_past_every_bound_shrinks_until_grants_stick) {
     // 200 leases take 20 s, past acquire_timeout too: sent whole, never granted.
-    lease_store store;
-    slow_backend db{store, store.connect()};
-    load(db);
-    lease_set_state state{db, many_config(200), store.clock(), 7};
-
-    const outcome out = step_for(store, state, span, 200);
-    EXPECT_TRUE(out.all_held) << state.held_count() << " of 200 held after " << out.steps << " steps";
-    EXPECT_EQ(out.lost, 0);
-    ASSERT_GE(db.acquire_batches.size(), 3U);
-    EXPECT_EQ(db.acquire_batches[0], 200U);
-    EXPECT_EQ(db.acquire_batches[1], 100U) << "halved after a cancelled batch";
+    set_on_store s{200};
+    (void)s.run_holding(200);
+    ASSERT_GE(s.db.acquire_batches.size(), 3U);
+    EXPECT_EQ(s.db.acquire_batches[0], 200U);
+    EXPECT_EQ(s.db.acquire_batches[1], 100U) << "halved after a cancelled batch";
     // Renewals kept pace with the batches that followed.
-    EXPECT_GE(state.renew_rounds(), 1U);
+    EXPECT_GE(s.state.renew_rounds(), 1U);
 }
 
 TEST(lease_set_batches, batches_grow_again_once_the_server_answers_fast) {
-    lease_store store;
-    slow_backend db{store, store.connect()};
-    load(db);
-    lease_set_state state{db, many_config(120), store.clock(), 7};
-    ASSERT_TRUE(step_for(store, state, span, 120).all_held);
-    const std::size_t shrunk = state.acquire_batch();
+    set_on_store s{120};
+    (void)s.run_holding(120);
+    const std::size_t shrunk = s.state.acquire_batch();
     ASSERT_LT(shrunk, 120U);
 
     // The load is gone; 256 more leases are wanted.
-    db.per_acquire_name = 1ms;
+    s.db.per_acquire_name = 1ms;
     for (int i = 0; i < 256; ++i)
-        state.add("more/" + std::to_string(i));
-    const outcome out = step_for(store, state, span, 376);
-    EXPECT_TRUE(out.all_held);
-    EXPECT_EQ(out.lost, 0);
-    EXPECT_GT(state.acquire_batch(), 2 * shrunk) << "still sending batches of " << shrunk;
+        s.state.add("more/" + std::to_string(i));
+    (void)s.run_holding(376);
+    EXPECT_GT(s.state.acquire_batch(), 2 * shrunk) << "still sending batches of " << shrunk;
 }
 
 TEST(lease_set_batches, a_set_on_an_idle_server_acquires_in_one_round_trip) {
-    lease_store store;
-    slow_backend db{store, store.connect()};
-    lease_set_state state{db, many_config(200), store.clock(), 7};
-    (void)state.step();
-    EXPECT_EQ(state.held_count(), 200U);
-    EXPECT_EQ(db.acquire_many_calls, 1);
-    EXPECT_EQ(state.acquire_batch(), lease_set_state::max_acquire_batch);
+    set_on_store s{200, false};
+    (void)s.state.step();
+    EXPECT_EQ(s.state.held_count(), 200U);
+    EXPECT_EQ(s.db.acquire_many_calls, 1);
+    EXPECT_EQ(s.state.acquire_batch(), lease_set_state::max_acquire_batch);
 }
 
 } // namespace
