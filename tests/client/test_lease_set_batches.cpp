@@ -5,6 +5,7 @@
 /// never keeps a grant that came too late to be renewed, and grows its
 /// batches again once the server answers fast.
 #include "pglease/lease_set_state.hpp"
+#include "flaky_backend.hpp"
 #include "pglease/testing.hpp"
 #include "slow_backend.hpp"
 
@@ -136,6 +137,27 @@ TEST(lease_set_batches, a_set_on_an_idle_server_acquires_in_one_round_trip) {
     EXPECT_EQ(s.state.held_count(), 200U);
     EXPECT_EQ(s.db.acquire_many_calls, 1);
     EXPECT_EQ(s.state.acquire_batch(), lease_set_state::max_acquire_batch);
+}
+
+TEST(lease_set_batches, a_freed_lease_whose_acquire_fails_leaves_the_batch_alone) {
+    // Only a batch of the periodic acquire sizes the batch: one freed lease
+    // whose acquire met a broken session says nothing of the server's load.
+    lease_store store;
+    const auto other = store.connect();
+    const acquire_reply taken = other->acquire("b/003", "other", 15s, clock::time_point::max());
+    ASSERT_TRUE(taken.acquired);
+    test::flaky_backend db{store.connect()};
+    lease_set_state state{db, many_config(4), store.clock(), 7};
+    (void)state.step();
+    ASSERT_EQ(state.held_count(), 3U);
+
+    ASSERT_TRUE(other->release("b/003", "other", taken.epoch));
+    state.lease_freed({"b/003"});
+    db.fail_next = 1;
+    (void)state.step();
+    EXPECT_FALSE(state.held("b/003")) << "the acquire was to fail";
+    EXPECT_EQ(state.acquire_batch(), lease_set_state::max_acquire_batch)
+        << "a failed acquire of one freed lease shrank the batch";
 }
 
 } // namespace

@@ -165,8 +165,11 @@ private:
     void end_term(std::vector<lease_set_event>& events, const detail::ended_term& e);
     void end_terms(std::vector<lease_set_event>& events, std::vector<detail::ended_term> ended);
     void acquire_wanted(std::vector<lease_set_event>& events);
-    /// One acquire_many of @p names; false if it was not answered.
-    bool acquire(std::vector<lease_set_event>& events, const std::vector<std::string>& names);
+    /// One acquire_many of @p names; false if it was not answered. Only a
+    /// batch of the periodic acquire (@p sizes_batch) resizes the batch: a
+    /// few freed leases that failed (a broken session) say nothing of it.
+    bool acquire(std::vector<lease_set_event>& events, const std::vector<std::string>& names,
+                 bool sizes_batch);
     void resize_batch(std::size_t sent, clock::duration took);
     void schedule();
     [[nodiscard]] bool acquirable(const std::string& name) const;

@@ -117,7 +117,7 @@ void lease_set_state::acquire_wanted(std::vector<lease_set_event>& events) {
         const std::size_t sent = std::min(freed.size(), m_acquire_batch);
         m_freed.insert(freed.begin() + static_cast<std::ptrdiff_t>(sent), freed.end());
         freed.resize(sent);
-        acquire(events, freed);
+        acquire(events, freed, false);
         return;
     }
     m_freed.clear();
@@ -126,12 +126,12 @@ void lease_set_state::acquire_wanted(std::vector<lease_set_event>& events) {
     const bool more = names.size() > m_acquire_batch;
     if (more)
         names.resize(m_acquire_batch);
-    if (acquire(events, names) && more)
+    if (acquire(events, names, true) && more)
         m_next_acquire = m_clock.now(); // the next batch at once (after a renewal due)
 }
 
 bool lease_set_state::acquire(std::vector<lease_set_event>& events,
-                              const std::vector<std::string>& names) {
+                              const std::vector<std::string>& names, bool sizes_batch) {
     if (names.empty())
         return true;
     // A grant is counted from the send: one that arrives too late to be
@@ -150,11 +150,13 @@ bool lease_set_state::acquire(std::vector<lease_set_event>& events,
         // Outcome unknown: the next try (same identity) extends what was
         // granted. Under load the likely cause is a batch too big to be
         // answered in time: send half as many.
-        resize_batch(names.size(), clock::duration::max());
+        if (sizes_batch)
+            resize_batch(names.size(), clock::duration::max());
         return false;
     }
     const auto arrived = m_clock.now();
-    resize_batch(names.size(), arrived - sent);
+    if (sizes_batch)
+        resize_batch(names.size(), arrived - sent);
     for (std::size_t i = 0; i < names.size() && i < replies.size(); ++i) {
         const acquire_reply& reply = replies[i];
         if (!reply.acquired) {
