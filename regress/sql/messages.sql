@@ -36,6 +36,8 @@ SELECT * FROM lease_acquire('', 'h', '1s');
 SELECT * FROM lease_acquire('n', repeat('h', 300), '1s');
 SELECT * FROM lease_acquire('n', 'h', '0s');
 SELECT * FROM lease_acquire('n', 'h', '2 days');
+SELECT * FROM lease_acquire('n', 'h', '1s', '-1s');
+SELECT * FROM lease_acquire('n', 'h', '1s', '2 days');
 SELECT * FROM lease_acquire('n', NULL, '1s');
 SET pg_lease.epoch = 'x';
 CREATE TABLE msg_int (epoch int);
