@@ -189,6 +189,9 @@ say "building pg_lease against $major"
 start=$(date +%s)
 make -s -C "$build" -f Makefile.pgxs PG_CONFIG="$cache/pg_config" \
 	COPT="-Werror" -j2 >&2
+# An earlier build's scripts go first: one this tree no longer has (an old
+# version's full script) must not stay installed from a cached run.
+rm -f "$("$cache/pg_config" --sharedir)"/extension/pg_lease[-.]*
 make -s -C "$build" -f Makefile.pgxs PG_CONFIG="$cache/pg_config" install >&2
 say "built and installed in $(($(date +%s) - start))s"
 

@@ -378,8 +378,14 @@ class Bench:
                                 "-leases", str(leases), "-ttl", MANY_TTL, *bound))
         else:
             for i in range(procs):
+                # pg_lease: the same names in every run, new holders (a
+                # redeploy), so its table keeps 100,000 rows rather than
+                # growing by as many each run (the others' keys go with
+                # their leases or sessions).
+                names = ["-names", f"m{i}"] if system == "pg_lease" else []
                 ps.append(self.peer(system, "many", f"many {i}", "-id", f"m{os.getpid()}-{run}-{i}",
-                                    "-leases", str(leases), "-ttl", MANY_TTL, "-per-lease", str(per), *bound))
+                                    *names, "-leases", str(leases), "-ttl", MANY_TTL,
+                                    "-per-lease", str(per), *bound))
         granted = [p.wait_for("GRANTED", 300) for p in ps]
         # a client that could not get its leases within its bound (it exits)
         # is counted, not hidden; the others go on
@@ -404,6 +410,12 @@ class Bench:
         held = [p.wait_for("HELD", 180) for p in ps]
         if not all(held):
             ps[held.index(None)].fail("no HELD")
+        if system == "pg_lease":
+            # why the terms that ended did (pglease_peer's LOST line): shown
+            # for the clients that gave leases up
+            why = [p.wait_for("LOST", 10) for p, h in zip(ps, held) if int(h[3]) or int(h[5])]
+            for w in why[:5]:
+                print(f"  many {variant} run {run}: a client that gave leases up or saw them expire: {' '.join((w or ['?'])[1:])}", flush=True)
         for p in ps:
             p.stop(grace=120)
         c1 = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -73,7 +73,7 @@ psql -X -q -U "$other_role" -c \
 	"SELECT pg_notify('pg_lease_handover', '{\"lease\":\"$lease2\",\"requester\":\"intruder\"}')" \
 	-c "SELECT pg_sleep(1.5)" >/dev/null &
 notifier=$!
-wait_until 5 grep -q 'ignoring a take-over request.*role '"$other_role" "$TMP/a2.err" ||
+wait_until 5 grep -q 'ignoring a handover request.*role '"$other_role" "$TMP/a2.err" ||
 	{ cat "$TMP/a2.err" >&2; fail "the holder did not log the ignored request"; }
 wait "$notifier"
 kill -0 "$a2_pid" 2>/dev/null || fail "the holder exited after a request from another role"

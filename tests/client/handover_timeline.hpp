@@ -1,6 +1,6 @@
 /// @file handover_timeline.hpp
 /// @brief What the planned-handover tests (test_pg_handover.cpp,
-/// test_pg_takeover.cpp) record of an elector's terms, and their timings.
+/// test_pg_handover_request.cpp) record of an elector's terms, and their timings.
 #pragma once
 
 #include "pg_fixture.hpp"

@@ -5,8 +5,8 @@
 #pragma once
 
 #include "flaky_backend.hpp"
-#include "pglease/lease_set_state.hpp"
 #include "pglease/testing.hpp"
+#include "sets/lease_set_state.hpp"
 
 #include <memory>
 #include <set>

@@ -32,6 +32,9 @@ public:
     /// granted, 57014.
     clock::duration per_acquire_name{0};
     clock::duration acquire_bound = clock::duration::max();
+    /// The store's time a renew_many takes after the server renewed (the
+    /// reply of a loaded server: the renewal counts from before it).
+    clock::duration renew_reply{0};
     std::vector<std::size_t> acquire_batches;
     int cancelled = 0;
     /// An acquire of a lease another holder's expired grant still names
@@ -78,7 +81,10 @@ public:
         ++renew_many_calls;
         if (m_store.clock().now() >= d) // as pq_backend: nothing sent
             throw error{"lease_renew_many: not sent: no time left"};
-        return slowly([&] { return m_inner->renew_many(n, h, e, t, d); });
+        auto reply = slowly([&] { return m_inner->renew_many(n, h, e, t, d); });
+        if (renew_reply > clock::duration::zero())
+            m_store.advance(renew_reply);
+        return reply;
     }
     std::vector<acquire_reply> acquire_many(const std::vector<std::string>& n, const std::string& h,
                                             std::chrono::milliseconds t,
@@ -86,7 +92,8 @@ public:
         ++acquire_many_calls;
         acquire_batches.push_back(n.size());
         const auto now = m_store.clock().now();
-        const auto until = acquire_bound == clock::duration::max() ? d : std::min(d, now + acquire_bound);
+        const auto until =
+            acquire_bound == clock::duration::max() ? d : std::min(d, now + acquire_bound);
         const auto cost = there + per_acquire_name * static_cast<long>(n.size());
         if (now + cost > until) {
             ++cancelled;

@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
+#include <utility>
 
 namespace pglease::test {
 namespace {
@@ -20,6 +22,12 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 using detail::call_watchdog;
+
+/// The watchdog's cancel request for @p f.
+template <typename F>
+call_watchdog::cancel_request request(F&& f) {
+    return std::make_shared<const std::function<void()>>(std::forward<F>(f));
+}
 
 /// A connected socket pair: "client" end 0, "server" end 1.
 struct socket_pair {
@@ -45,7 +53,7 @@ TEST(call_watchdog, a_call_in_time_is_left_alone) {
     socket_pair s;
     call_watchdog dog{100ms};
     std::atomic<int> cancels{0};
-    dog.arm(steady::now() + 500ms, s.fd[0], [&] { ++cancels; });
+    dog.arm(steady::now() + 500ms, s.fd[0], request([&] { ++cancels; }));
     const char b = 'r';
     ASSERT_EQ(::send(s.fd[1], &b, 1, 0), 1); // the reply comes at once
     EXPECT_EQ(s.wait_reply(), 1);
@@ -61,10 +69,10 @@ TEST(call_watchdog, past_the_deadline_the_cancel_ends_the_call) {
     call_watchdog dog{2s};
     const auto start = steady::now();
     // The "server" answers the cancel with an error reply.
-    dog.arm(start + 200ms, s.fd[0], [&] {
-        const char b = 'e';
-        (void)::send(s.fd[1], &b, 1, 0);
-    });
+    dog.arm(start + 200ms, s.fd[0], request([&] {
+                const char b = 'e';
+                (void)::send(s.fd[1], &b, 1, 0);
+            }));
     EXPECT_EQ(s.wait_reply(), 1);
     const auto took = steady::now() - start;
     const auto done = dog.disarm();
@@ -79,8 +87,8 @@ TEST(call_watchdog, a_cancel_that_does_not_land_shuts_the_socket_down) {
     call_watchdog dog{150ms};
     std::atomic<int> cancels{0};
     const auto start = steady::now();
-    dog.arm(start + 200ms, s.fd[0], [&] { ++cancels; }); // nobody answers
-    EXPECT_EQ(s.wait_reply(), 0);                        // EOF: shut down
+    dog.arm(start + 200ms, s.fd[0], request([&] { ++cancels; })); // nobody answers
+    EXPECT_EQ(s.wait_reply(), 0);                                 // EOF: shut down
     const auto took = steady::now() - start;
     const auto done = dog.disarm();
     EXPECT_EQ(cancels, 1);
@@ -99,10 +107,10 @@ TEST(call_watchdog, a_cancel_that_blocks_does_not_hold_the_call) {
     call_watchdog dog{150ms};
     auto cancels = std::make_shared<std::atomic<int>>(0);
     const auto start = steady::now();
-    dog.arm(start + 200ms, s.fd[0], [cancels] {
-        ++*cancels;
-        std::this_thread::sleep_for(3s); // the frozen server never answers
-    });
+    dog.arm(start + 200ms, s.fd[0], request([cancels] {
+                ++*cancels;
+                std::this_thread::sleep_for(3s); // the frozen server never answers
+            }));
     EXPECT_EQ(s.wait_reply(), 0); // EOF: shut down
     const auto done = dog.disarm();
     const auto took = steady::now() - start;
@@ -122,10 +130,10 @@ TEST(call_watchdog, is_reusable_call_after_call) {
     // fail, not kill the test binary with SIGPIPE.
     call_watchdog dog{1000ms};
     for (int i = 0; i < 3; ++i) {
-        dog.arm(steady::now() + 100ms, s.fd[0], [&] {
-            const char b = 'e';
-            (void)::send(s.fd[1], &b, 1, MSG_NOSIGNAL);
-        });
+        dog.arm(steady::now() + 100ms, s.fd[0], request([&] {
+                    const char b = 'e';
+                    (void)::send(s.fd[1], &b, 1, MSG_NOSIGNAL);
+                }));
         EXPECT_EQ(s.wait_reply(), 1);
         const auto done = dog.disarm();
         EXPECT_TRUE(done.cancelled) << "call " << i;
@@ -140,16 +148,14 @@ TEST(call_watchdog, a_deadline_moved_meanwhile_postpones_the_cancel) {
     call_watchdog dog{100ms};
     const auto start = steady::now();
     std::atomic<int> asked{0};
-    dog.arm(
-        start + 100ms, s.fd[0],
-        [&] {
-            const char b = 'e';
-            (void)::send(s.fd[1], &b, 1, 0);
-        },
-        [&] {
-            ++asked;
-            return start + 400ms; // renewed: later
-        });
+    dog.arm(start + 100ms, s.fd[0], request([&] {
+                const char b = 'e';
+                (void)::send(s.fd[1], &b, 1, 0);
+            }),
+            [&] {
+                ++asked;
+                return start + 400ms; // renewed: later
+            });
     EXPECT_EQ(s.wait_reply(), 1);
     const auto took = steady::now() - start;
     const auto done = dog.disarm();
@@ -163,13 +169,11 @@ TEST(call_watchdog, a_deadline_that_did_not_move_lets_the_cancel_go) {
     socket_pair s;
     call_watchdog dog{100ms};
     const auto start = steady::now();
-    dog.arm(
-        start + 150ms, s.fd[0],
-        [&] {
-            const char b = 'e';
-            (void)::send(s.fd[1], &b, 1, 0);
-        },
-        [] { return steady::time_point::min(); }); // the lease is gone
+    dog.arm(start + 150ms, s.fd[0], request([&] {
+                const char b = 'e';
+                (void)::send(s.fd[1], &b, 1, 0);
+            }),
+            [] { return steady::time_point::min(); }); // the lease is gone
     EXPECT_EQ(s.wait_reply(), 1);
     const auto took = steady::now() - start;
     EXPECT_TRUE(dog.disarm().cancelled);

@@ -5,6 +5,7 @@
 /// the lease is released once the stop callback returned, and it rests a
 /// retry period before it is acquired again (an event freeing it included),
 /// as an elector whose leader work failed resigns and campaigns later.
+#include "groups/group_state.hpp"
 #include "lease_set_hand.hpp"
 #include "pglease/group.hpp"
 

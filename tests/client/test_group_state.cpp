@@ -4,6 +4,7 @@
 /// one renew round trip per cycle, step-down at the deadlines; and the
 /// threaded group_member's callbacks.
 #include "flaky_backend.hpp"
+#include "groups/group_state.hpp"
 #include "pglease/error.hpp"
 #include "pglease/group.hpp"
 #include "pglease/testing.hpp"

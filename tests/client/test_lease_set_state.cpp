@@ -5,8 +5,8 @@
 /// same names (terms ending: test_lease_set_stop.cpp).
 #include "lease_set_hand.hpp"
 #include "pglease/error.hpp"
-#include "pglease/lease_set_state.hpp"
 #include "pglease/testing.hpp"
+#include "sets/lease_set_state.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 /// and leases left to expire without release_on_stop.
 #include "lease_set_hand.hpp"
 #include "pglease/error.hpp"
-#include "pglease/lease_set_state.hpp"
 #include "pglease/testing.hpp"
+#include "sets/lease_set_state.hpp"
 
 #include <gtest/gtest.h>
 

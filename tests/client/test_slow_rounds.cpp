@@ -10,10 +10,11 @@
 /// the way back (the reply arrives later still). Each test reads held() at
 /// one tick before and at the expected deadline, without stepping (a step
 /// could renew and move it).
+#include "groups/group_state.hpp"
 #include "pglease/backend.hpp"
 #include "pglease/group.hpp"
-#include "pglease/lease_set_state.hpp"
 #include "pglease/testing.hpp"
+#include "sets/lease_set_state.hpp"
 #include "slow_backend.hpp"
 
 #include <gtest/gtest.h>

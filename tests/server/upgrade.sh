@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Upgrades 1.0 -> ... -> 1.5, 1.1 -> ... -> 1.5 and 1.3 -> 1.4 -> 1.5: the
+# Upgrades 1.0 -> ... -> 1.5, 1.1 -> ... -> 1.5 and 1.3 -> 1.4 -> 1.5 (an old
+# version has no full script of its own: CREATE EXTENSION ... VERSION '1.3'
+# runs pg_lease--1.0.sql and the updates up to 1.3, as pgvector ships): the
 # new library works on the old schemas until ALTER EXTENSION ... UPDATE
 # (renewals must not stop while an operator upgrades), each update keeps
 # every lease and epoch, and every path leaves the same objects as a fresh
@@ -116,7 +118,7 @@ check "1.1 -> 1.2: the shard shows in lease_group_shards" \
 PGDATABASE=mid q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
 check "1.1 -> 1.2 -> 1.3 -> 1.4 -> 1.5" test "$(PGDATABASE=mid q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.5
 
-# --- a 1.3 install (the full script before 1.5's) updated ---------------------
+# --- a 1.3 install (1.0 and its updates) updated -------------------------------
 PGDATABASE=from13 q "CREATE EXTENSION pg_lease VERSION '1.3'" >/dev/null
 PGDATABASE=from13 q "ALTER EXTENSION pg_lease UPDATE" >/dev/null
 check "1.3 -> 1.4 -> 1.5" test "$(PGDATABASE=from13 q "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")" = 1.5

@@ -74,7 +74,7 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     run->add_option("--ttl", run_ttl, "Lease time to live (default 15s)")->check(duration_check);
     run->add_option("--identity", pc.run.identity, "Holder identity (default: host:pid:random)");
     run->add_flag("--no-wait", pc.run.no_wait, "Exit 75 at once when the lease is held elsewhere");
-    run->add_flag("--take-over", pc.run.take_over,
+    run->add_flag("--take-over", pc.run.request_handover,
                   "Rolling deploy: ask the holder (a pglease run of the same role) to stop its "
                   "job and hand the lease over to this one, then run CMD");
     run->add_flag("--no-handover", pc.run.no_handover,
@@ -216,7 +216,7 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         if (tail && !run_positional.empty())
             return usage("run: give the command after -- only");
         pc.run.command = tail ? *tail : run_positional;
-        if (pc.run.take_over && pc.run.no_wait)
+        if (pc.run.request_handover && pc.run.no_wait)
             return usage("run: --take-over waits for the holder to hand over; it cannot be "
                          "combined with --no-wait");
         if (pc.run.command.empty())

@@ -28,8 +28,8 @@ struct run_args {
     bool no_wait = false;
     /// --take-over: ask the current holder (a `pglease run` of the same role)
     /// to stop its job and hand the lease to this instance (rolling deploys).
-    bool take_over = false;
-    /// --no-handover: ignore take-over requests (and open no session for them).
+    bool request_handover = false;
+    /// --no-handover: ignore handover requests (and open no session for them).
     bool no_handover = false;
     /// --connect-timeout: how long to keep retrying, with backoff, until a
     /// server first answers (no server, or none accepting writes, as during

@@ -4,7 +4,7 @@
 ///
 /// run/: everything of `pglease run`: the plan from the options, the
 /// acquire, the job and its process group, signals, the supervisor loop,
-/// handover and take-over, downstream raises, `--http` metrics.
+/// handover and handover requests, downstream raises, `--http` metrics.
 ///
 /// The supervisor, in numbered steps:
 ///  1. Acquire: one try with --no-wait (75 when held elsewhere), otherwise
@@ -29,7 +29,7 @@
 ///  6. When the job exits, leftover processes in its group get SIGTERM (then
 ///     SIGKILL), the lease is released, and pglease exits with the job's
 ///     status (128 + signal when a signal killed it).
-///  7. Rolling deploys (client/src/election/takeover_listener.hpp): a holder LISTENs on
+///  7. Rolling deploys (pglease/handover_request.hpp): a holder LISTENs on
 ///     pg_lease_handover; a request from `run --take-over` whose sending
 ///     session is still there and of the holder's role (or a superuser)
 ///     stops the job as in step 4, then lease_handover() gives the lease to

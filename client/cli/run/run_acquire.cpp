@@ -100,8 +100,8 @@ int supervisor::acquire_phase() {
             if (!announced && !m_g.quiet)
                 held_elsewhere_message("; waiting");
             announced = true;
-            if (m_a.take_over) {
-                ask_for_takeover();
+            if (m_a.request_handover) {
+                ask_for_handover();
                 wake = std::min(wake, m_ask.next()); // try (and ask) again on the backoff
             }
             if (const auto hint = m_lease.expiry_hint())

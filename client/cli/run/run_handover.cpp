@@ -1,7 +1,7 @@
 /// @file run_handover.cpp
 /// @brief `pglease run`'s lease given back: released, or handed over to a
 /// verified requester after the job is gone; and asking the holder for it
-/// (--take-over) (protocol: client/src/election/takeover_listener.hpp).
+/// (--take-over) (protocol: pglease/handover_request.hpp).
 #include "common/common.hpp"
 #include "common/exit_codes.hpp"
 #include "run/run_signals.hpp"
@@ -26,7 +26,7 @@ void supervisor::release_lease(bool quiet_if_lost) {
     }
 }
 
-void supervisor::ask_for_takeover() {
+void supervisor::ask_for_handover() {
     // Ask each new holder at once, and the same one again after the retry
     // period, doubling up to the ttl: a holder that just started may not be
     // listening yet. One that does not understand the request keeps the
@@ -36,12 +36,12 @@ void supervisor::ask_for_takeover() {
     if (!m_ask.due(holder, now))
         return;
     if (!m_requester)
-        m_requester = std::make_unique<detail::takeover_requester>(
-            plain_conninfo(m_g) + " connect_timeout=2",
-            detail::takeover_request{m_a.lease, m_lease.identity()});
+        m_requester =
+            std::make_unique<handover_requester>(plain_conninfo(m_g) + " connect_timeout=2",
+                                                 handover_request{m_a.lease, m_lease.identity()});
     std::string error;
     if (!m_requester->ask(error)) {
-        info(m_g, "could not send the take-over request (waiting as usual): " + error);
+        info(m_g, "could not send the handover request (waiting as usual): " + error);
         return;
     }
     m_ask.asked(holder, now);
@@ -49,19 +49,17 @@ void supervisor::ask_for_takeover() {
          "asked " + holder + " to hand lease \"" + m_a.lease + "\" over to " + m_lease.identity());
 }
 
-void supervisor::listen_for_takeover_requests() {
+void supervisor::listen_for_handover_requests() {
     if (m_a.no_handover)
         return;
     try {
         const global_options& g = m_g;
-        m_listener = std::make_unique<detail::takeover_listener>(
+        m_listener = std::make_unique<handover_listener>(
             plain_conninfo(m_g) + " connect_timeout=2", m_a.lease, m_lease.identity(),
-            [](const detail::accepted_takeover&) {
-                run_signals::wake_main(run_signals::handover_byte);
-            },
+            [](const accepted_handover&) { run_signals::wake_main(run_signals::handover_byte); },
             [&g](const std::string& line) { info(g, line); });
     } catch (const std::exception& e) {
-        std::cerr << "pglease: warning: take-over requests will not be heard: " << e.what()
+        std::cerr << "pglease: warning: handover requests will not be heard: " << e.what()
                   << std::endl;
     }
 }
@@ -72,7 +70,7 @@ bool supervisor::take_handover_request() {
     m_handover = m_listener->take();
     if (!m_handover)
         return false;
-    info(m_g, "take-over requested by " + m_handover->requester + " (pid " +
+    info(m_g, "handover requested by " + m_handover->requester + " (pid " +
                   std::to_string(m_handover->pid) + ", role " + m_handover->role +
                   "): stopping the job, then handing lease \"" + m_a.lease + "\" over");
     return true;

@@ -194,7 +194,7 @@ int supervisor::supervise() {
             }
         }
 
-        // 2. Signals, the renew thread's wake-ups, and verified take-over
+        // 2. Signals, the renew thread's wake-ups, and verified handover
         //    requests: those stop the job as a lost lease does, then hand over.
         unsigned char buf[64];
         ssize_t n;
@@ -324,7 +324,7 @@ int supervisor::run() {
         const run_signals::blocked_in_this_thread blocked;
         m_renewer = std::thread{[this] { renew_loop(); }};
         // After the job started: a new instance's job should not wait for it.
-        listen_for_takeover_requests();
+        listen_for_handover_requests();
     }
     return supervise();
 }

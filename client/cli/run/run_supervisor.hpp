@@ -6,7 +6,7 @@
 
 #include "commands.hpp"
 #include "common/options.hpp"
-#include "election/takeover_listener.hpp"
+#include "pglease/handover_request.hpp"
 #include "run/run_observability.hpp"
 
 #include <pglease/lease.hpp>
@@ -68,8 +68,8 @@ private:
     void reap() noexcept;
     void release_lease(bool quiet_if_lost);
     void held_elsewhere_message(const char* verb);
-    void ask_for_takeover();
-    void listen_for_takeover_requests();
+    void ask_for_handover();
+    void listen_for_handover_requests();
     bool take_handover_request();
     int finish_handover();
 
@@ -90,11 +90,11 @@ private:
     std::atomic<bool> m_refused{false};
     std::unique_ptr<run_observability> m_http; ///< --http: /healthz and /metrics
 
-    // Planned take-over (protocol: client/src/election/takeover_listener.hpp).
-    std::unique_ptr<detail::takeover_requester> m_requester; ///< --take-over, while waiting
-    detail::takeover_schedule m_ask;                         ///< whom to ask, when
-    std::unique_ptr<detail::takeover_listener> m_listener;   ///< requests to us, while holding
-    std::optional<detail::accepted_takeover> m_handover;     ///< the request we act on
+    // Handover requests (protocol: pglease/handover_request.hpp).
+    std::unique_ptr<handover_requester> m_requester; ///< --take-over, while waiting
+    handover_schedule m_ask;                         ///< whom to ask, when
+    std::unique_ptr<handover_listener> m_listener;   ///< requests to us, while holding
+    std::optional<accepted_handover> m_handover;     ///< the request we act on
 };
 
 } // namespace pglease::cli

@@ -9,8 +9,6 @@
 #include "pglease/elector_config.hpp"
 #include "pglease/fence.hpp"
 #include "pglease/handover.hpp"
-#include "pglease/loop_thread.hpp"
-#include "pglease/pinned.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <atomic>
@@ -24,10 +22,12 @@
 namespace pglease {
 
 namespace detail {
-class takeover_listener;
-class takeover_requester;
-class takeover_schedule;
+class loop_thread;
 } // namespace detail
+
+class handover_listener;
+class handover_requester;
+class handover_schedule;
 
 /// Campaigns for a lease on a thread and a connection of its own, and
 /// calls back when this process starts and stops leading. Construct (which
@@ -76,7 +76,7 @@ class takeover_schedule;
 ///   elector = &e;
 ///   e.start();                 // campaigns until stop() or destruction
 /// @endcode
-class elector : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
+class elector {
 public:
     /// Validates @p config (config_error); will campaign over a pq_backend
     /// built from config.connection once start() is called. No I/O yet.
@@ -93,6 +93,11 @@ public:
 
     /// stop().
     ~elector();
+    /// Never copied or moved: its threads keep its address.
+    elector(const elector&) = delete;
+    elector& operator=(const elector&) = delete;
+    elector(elector&&) = delete;
+    elector& operator=(elector&&) = delete;
 
     /// Starts campaigning on the elector's thread. Idempotent; no effect
     /// after stop().
@@ -195,11 +200,11 @@ private:
     void join_worker() noexcept;
     handover_result hand_over(const std::string& successor, bool release_on_failure);
     void serve_yield();
-    /// A verified take-over request (the listener's thread): served by the
+    /// A verified handover request (the listener's thread): served by the
     /// loop as a yield_to() nobody waits for.
-    void take_over_requested(const std::string& requester);
-    /// elector_config::take_over: asks the holder when due; when to wake.
-    [[nodiscard]] clock::time_point ask_for_take_over();
+    void handover_requested(const std::string& requester);
+    /// elector_config::request_handover: asks the holder when due; when to wake.
+    [[nodiscard]] clock::time_point ask_for_handover();
 
     /// A yield_to() waiting for the elector's thread.
     struct yield_request {
@@ -209,9 +214,9 @@ private:
 
     elector_config m_config;
     const clock& m_clock;
-    /// Where take-over requests are sent and heard: the elector's own
-    /// server; empty with an injected backend (no take-over then).
-    std::string m_takeover_conninfo;
+    /// Where handover requests are sent and heard: the elector's own
+    /// server; empty with an injected backend (no handover requests then).
+    std::string m_handover_conninfo;
     std::unique_ptr<backend> m_db;
     std::vector<std::unique_ptr<backend>> m_downstreams; ///< config.downstreams'
     election m_election;
@@ -224,14 +229,15 @@ private:
     std::thread m_worker;
     std::atomic<bool> m_work_failed{false};
 
-    // Planned take-over (client/src/election/takeover_listener.hpp); the elector's
+    // Handover requests (pglease/handover_request.hpp); the elector's
     // thread only.
-    std::unique_ptr<detail::takeover_listener> m_takeover_listener;   ///< during a term
-    std::unique_ptr<detail::takeover_requester> m_takeover_requester; ///< before the first term
-    std::unique_ptr<detail::takeover_schedule> m_takeover_schedule;
-    bool m_led = false; ///< a term has started: take_over asks no more
+    std::unique_ptr<handover_listener> m_handover_listener;   ///< during a term
+    std::unique_ptr<handover_requester> m_handover_requester; ///< before the first term
+    std::unique_ptr<handover_schedule> m_handover_schedule;
+    bool m_led = false; ///< a term has started: request_handover asks no more
 
-    detail::loop_thread m_loop; ///< the campaign loop; last: joined before the members it uses go
+    std::unique_ptr<detail::loop_thread>
+        m_loop; ///< the campaign loop; last: joined before the members it uses go
 };
 
 } // namespace pglease

@@ -86,10 +86,10 @@ struct elector_config : holder_config {
     /// Only before the first term, so two electors configured alike never
     /// hand the lease back and forth. Needs the elector's own connection
     /// (not an injected backend). Default false.
-    bool take_over = false;
+    bool request_handover = false;
 
     /// Rolling deploys, the holder's side (`pglease run` unless
-    /// --no-handover): during a term, LISTEN for take-over requests for the
+    /// --no-handover): during a term, LISTEN for handover requests for the
     /// lease on a session of the elector's own (opened when the term starts,
     /// closed when it ends; its connect and checks never delay a renewal).
     /// A request counts only when its sending session is still connected
@@ -99,7 +99,7 @@ struct elector_config : holder_config {
     /// commits; last_handover() has the outcome, and the elector campaigns
     /// on as a follower. Needs the elector's own connection (not an injected
     /// backend). Default true.
-    bool answer_take_over_requests = true;
+    bool answer_handover_requests = true;
 
     /// Downstream databases (extension 1.4 installed there) whose tables
     /// are fenced by this lease: lease_fence(tbl, lease, store =>

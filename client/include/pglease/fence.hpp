@@ -15,6 +15,7 @@
 #include "pglease/error.hpp"
 #include "pglease/fence_token.hpp"
 #include "pglease/fenced_work.hpp"
+#include "pglease/lease.hpp"
 
 #include <pqxx/connection_base>
 #include <pqxx/errorhandler>
@@ -262,6 +263,26 @@ auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn,
                 std::chrono::milliseconds timeout) -> detail::fenced_result_t<F> {
     return detail::run_fenced_bounded(conn, token, {std::chrono::steady_clock::now() + timeout, {}},
                                       std::forward<F>(fn));
+}
+
+/// lease::run_fenced() (declared in lease.hpp).
+template <typename F>
+auto lease::run_fenced(pqxx::connection_base& conn, F&& fn) {
+    const fence_token t = token();
+    try {
+        return detail::run_fenced_bounded(conn, t, fenced_bound(t.epoch), std::forward<F>(fn));
+    } catch (const lease_lost&) {
+        if (epoch() == t.epoch)
+            mark_lost();
+        throw;
+    } catch (const error& e) {
+        const bool current = epoch() == t.epoch;
+        if (!detail::is_eviction(e) || (current && held()))
+            throw;
+        if (current)
+            mark_lost();
+        detail::throw_evicted(e, t);
+    }
 }
 
 } // namespace pglease

@@ -5,6 +5,7 @@
 
 #include "pglease/backend.hpp"
 #include "pglease/error.hpp"
+#include "pglease/fence.hpp"
 #include "pglease/lease.hpp"
 
 #include <memory>

@@ -7,4 +7,3 @@
 #include "pglease/group_config.hpp"
 #include "pglease/group_member.hpp"
 #include "pglease/group_names.hpp"
-#include "pglease/group_state.hpp"

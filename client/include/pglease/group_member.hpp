@@ -8,9 +8,6 @@
 #include "pglease/error.hpp"
 #include "pglease/fenced_grant.hpp"
 #include "pglease/group_config.hpp"
-#include "pglease/group_state.hpp"
-#include "pglease/loop_thread.hpp"
-#include "pglease/pinned.hpp"
 #include "pglease/stop_token.hpp"
 
 #include <atomic>
@@ -22,6 +19,12 @@
 #include <vector>
 
 namespace pglease {
+
+namespace detail {
+class loop_thread;
+} // namespace detail
+class group_state;
+struct group_event;
 
 /// Joins a group and owns the shards that the assignment gives it, like
 /// Kafka's consumer groups or Knative's bucketed leases, but with every
@@ -69,7 +72,7 @@ namespace pglease {
 ///   member = &m;
 ///   m.start();
 /// @endcode
-class group_member : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
+class group_member {
 public:
     /// Validates @p config (config_error); will run over @p db, or else a
     /// pq_backend built from config.connection, once start() is called. No
@@ -80,6 +83,11 @@ public:
 
     /// stop().
     ~group_member();
+    /// Never copied or moved: its threads keep its address.
+    group_member(const group_member&) = delete;
+    group_member& operator=(const group_member&) = delete;
+    group_member(group_member&&) = delete;
+    group_member& operator=(group_member&&) = delete;
 
     /// Joins and works on the member's thread. Idempotent; no effect after
     /// stop().
@@ -92,17 +100,17 @@ public:
     void stop() noexcept;
 
     /// True while the membership lease is held. No I/O.
-    [[nodiscard]] bool joined() const noexcept { return m_state.joined(); }
+    [[nodiscard]] bool joined() const noexcept;
 
     /// True while this member holds @p shard's lease (before its local
     /// deadline), also while its work is being stopped. No I/O.
-    [[nodiscard]] bool holds(const std::string& shard) const { return m_state.holds(shard); }
+    [[nodiscard]] bool holds(const std::string& shard) const;
 
     /// The shards this member owns and is not giving up, sorted. No I/O.
-    [[nodiscard]] std::vector<std::string> owned_shards() const { return m_state.owned(); }
+    [[nodiscard]] std::vector<std::string> owned_shards() const;
 
     /// The live members of the last read of the group. No I/O.
-    [[nodiscard]] std::vector<group_member_info> members() const { return m_state.members(); }
+    [[nodiscard]] std::vector<group_member_info> members() const;
 
     [[nodiscard]] const std::string& identity() const noexcept { return m_config.identity; }
     [[nodiscard]] const std::string& group() const noexcept { return m_config.group; }
@@ -118,8 +126,7 @@ public:
     template <typename F>
     auto run_fenced(const std::string& shard, pqxx::connection_base& conn, F&& fn) {
         return detail::run_fenced_grant(
-            m_state.grant(shard), [&] { return not_held(shard); }, *m_db, conn,
-            std::forward<F>(fn));
+            grant(shard), [&] { return not_held(shard); }, *m_db, conn, std::forward<F>(fn));
     }
 
     /// Tells the member that the grant of @p shard with @p epoch is gone
@@ -139,6 +146,7 @@ private:
     };
 
     [[nodiscard]] std::string not_held(const std::string& shard) const;
+    [[nodiscard]] std::shared_ptr<lease> grant(const std::string& shard) const;
     void run() noexcept;
     void dispatch(const std::vector<group_event>& events);
     void start_work(const std::string& shard, std::int64_t epoch);
@@ -148,10 +156,10 @@ private:
     group_config m_config;
     const clock& m_clock;
     std::unique_ptr<backend> m_db;
-    group_state m_state;
+    std::unique_ptr<group_state> m_state;
     mutable std::mutex m_mutex; ///< guards m_work's stop sources
     std::map<std::string, work> m_work;
-    detail::loop_thread m_loop; ///< last: joined before the members it uses go
+    std::unique_ptr<detail::loop_thread> m_loop; ///< last: joined before the members it uses go
 };
 
 } // namespace pglease

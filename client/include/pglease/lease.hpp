@@ -5,7 +5,7 @@
 
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
-#include "pglease/fence.hpp"
+#include "pglease/fence_token.hpp"
 #include "pglease/lease_options.hpp"
 
 #include <atomic>
@@ -16,7 +16,13 @@
 #include <optional>
 #include <string>
 
+#include <pqxx/types> // forward declarations only: run_fenced() is in fence.hpp
+
 namespace pglease {
+
+namespace detail {
+struct fence_bound;
+} // namespace detail
 
 /// One named lease, seen from one holder identity.
 ///
@@ -171,24 +177,10 @@ public:
     /// that: lease_evicted (nothing committed) when cut before COMMIT was
     /// sent, commit_unknown when cut during COMMIT. See pglease::run_fenced()
     /// for @p fn and the transaction (fenced_work when @p fn takes one).
+    /// Defined in pglease/fence.hpp (include it to call this), so that
+    /// holding a lease does not pull libpqxx in.
     template <typename F>
-    auto run_fenced(pqxx::connection_base& conn, F&& fn) {
-        const fence_token t = token();
-        try {
-            return detail::run_fenced_bounded(conn, t, fenced_bound(t.epoch), std::forward<F>(fn));
-        } catch (const lease_lost&) {
-            if (epoch() == t.epoch)
-                mark_lost();
-            throw;
-        } catch (const error& e) {
-            const bool current = epoch() == t.epoch;
-            if (!detail::is_eviction(e) || (current && held()))
-                throw;
-            if (current)
-                mark_lost();
-            detail::throw_evicted(e, t);
-        }
-    }
+    auto run_fenced(pqxx::connection_base& conn, F&& fn);
 
     /// The time bound of run_fenced() for grant @p epoch: the local
     /// deadline + fenced_grace, asked again when it comes (a renewal of

@@ -7,9 +7,6 @@
 #include "pglease/clock.hpp"
 #include "pglease/fenced_grant.hpp"
 #include "pglease/lease_set_config.hpp"
-#include "pglease/lease_set_state.hpp"
-#include "pglease/loop_thread.hpp"
-#include "pglease/pinned.hpp"
 
 #include <atomic>
 #include <memory>
@@ -23,7 +20,10 @@ namespace pglease {
 
 namespace detail {
 class callback_queue;
+class loop_thread;
 } // namespace detail
+class lease_set_state;
+struct lease_set_event;
 
 /// Holds a set of leases: the names it wants (config.names, add(),
 /// remove()), each acquired when free or expired, renewed while wanted,
@@ -75,7 +75,7 @@ class callback_queue;
 ///   set.add("tenant/3");
 ///   set.run_fenced("tenant/1", conn, [&](pqxx::work& tx) { tx.exec0("UPDATE ..."); });
 /// @endcode
-class lease_set : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
+class lease_set {
 public:
     /// Validates @p config (config_error); will run over @p db, or else a
     /// pq_backend built from config.connection, once start() is called. No
@@ -86,6 +86,11 @@ public:
 
     /// stop().
     ~lease_set();
+    /// Never copied or moved: its threads keep its address.
+    lease_set(const lease_set&) = delete;
+    lease_set& operator=(const lease_set&) = delete;
+    lease_set(lease_set&&) = delete;
+    lease_set& operator=(lease_set&&) = delete;
 
     /// Starts the set's thread and its callback thread. Idempotent; no
     /// effect after stop().
@@ -107,16 +112,16 @@ public:
     void remove(const std::string& name);
 
     /// True while @p name is held and its term has not ended. No I/O.
-    [[nodiscard]] bool held(const std::string& name) const { return m_state.held(name); }
+    [[nodiscard]] bool held(const std::string& name) const;
 
     /// The epoch (fencing token) of @p name while held(), else 0. No I/O.
-    [[nodiscard]] std::int64_t epoch(const std::string& name) const { return m_state.epoch(name); }
+    [[nodiscard]] std::int64_t epoch(const std::string& name) const;
 
     /// The names held, sorted. No I/O.
-    [[nodiscard]] std::vector<std::string> held_names() const { return m_state.held_names(); }
+    [[nodiscard]] std::vector<std::string> held_names() const;
 
     /// How many names are held. No I/O.
-    [[nodiscard]] std::size_t held_count() const { return m_state.held_count(); }
+    [[nodiscard]] std::size_t held_count() const;
 
     /// The fencing token of @p name. Throws lease_lost when not held.
     [[nodiscard]] fence_token token(const std::string& name) const;
@@ -128,7 +133,7 @@ public:
     template <typename F>
     auto run_fenced(const std::string& name, pqxx::connection_base& conn, F&& fn) {
         return detail::run_fenced_grant(
-            m_state.grant(name), [&] { return not_held(name); }, *m_db, conn, std::forward<F>(fn));
+            grant(name), [&] { return not_held(name); }, *m_db, conn, std::forward<F>(fn));
     }
 
     /// Tells the set that the grant of @p name with @p epoch is gone (e.g.
@@ -136,15 +141,13 @@ public:
     void report_lost(const std::string& name, std::int64_t epoch) noexcept;
 
     /// Round trips so far, by kind. No I/O.
-    [[nodiscard]] std::uint64_t renew_rounds() const noexcept { return m_state.renew_rounds(); }
-    [[nodiscard]] std::uint64_t acquire_rounds() const noexcept { return m_state.acquire_rounds(); }
-    [[nodiscard]] std::uint64_t release_rounds() const noexcept { return m_state.release_rounds(); }
+    [[nodiscard]] std::uint64_t renew_rounds() const noexcept;
+    [[nodiscard]] std::uint64_t acquire_rounds() const noexcept;
+    [[nodiscard]] std::uint64_t release_rounds() const noexcept;
 
     /// Send to reply of the last successful renew round trip (one
     /// lease_renew_many for every lease held); zero before the first. No I/O.
-    [[nodiscard]] clock::duration last_renew_latency() const noexcept {
-        return m_state.last_renew_latency();
-    }
+    [[nodiscard]] clock::duration last_renew_latency() const noexcept;
 
     [[nodiscard]] const std::string& identity() const noexcept { return m_config.identity; }
 
@@ -156,6 +159,7 @@ private:
     };
 
     [[nodiscard]] std::string not_held(const std::string& name) const;
+    [[nodiscard]] std::shared_ptr<lease> grant(const std::string& name) const;
     void run() noexcept;
     void apply_changes();
     void dispatch(std::vector<lease_set_event> events);
@@ -163,14 +167,14 @@ private:
     lease_set_config m_config;
     const clock& m_clock;
     std::unique_ptr<backend> m_db;
-    lease_set_state m_state;
+    std::unique_ptr<lease_set_state> m_state;
     std::unique_ptr<detail::callback_queue> m_callbacks;
 
     std::mutex m_mutex; ///< guards m_changes, m_done, m_failed
     std::vector<change> m_changes;
     std::vector<std::pair<std::string, std::int64_t>> m_done;   ///< on_lost returned
     std::vector<std::pair<std::string, std::int64_t>> m_failed; ///< on_acquired threw
-    detail::loop_thread m_loop; ///< last: joined before the members it uses go
+    std::unique_ptr<detail::loop_thread> m_loop; ///< last: joined before the members it uses go
 };
 
 } // namespace pglease

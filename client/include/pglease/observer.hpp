@@ -6,9 +6,7 @@
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
 #include "pglease/lease_view.hpp"
-#include "pglease/loop_thread.hpp"
 #include "pglease/observer_options.hpp"
-#include "pglease/pinned.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +17,10 @@
 #include <thread>
 
 namespace pglease {
+
+namespace detail {
+class loop_thread;
+} // namespace detail
 
 /// Follows one lease on a thread and a session of its own, like etcd's
 /// Election.Observe: it reads lease_status, LISTENs on pg_lease, and reads
@@ -44,7 +46,7 @@ namespace pglease {
 ///   watch.start();
 ///   bool leader_known = watch.current().valid;   // no I/O
 /// @endcode
-class observer : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
+class observer {
 public:
     /// Validates @p options (config_error); no I/O until start().
     explicit observer(observer_options options);
@@ -53,6 +55,11 @@ public:
              const clock& clk = system_clock());
     /// stop().
     ~observer();
+    /// Never copied or moved: its threads keep its address.
+    observer(const observer&) = delete;
+    observer& operator=(const observer&) = delete;
+    observer(observer&&) = delete;
+    observer& operator=(observer&&) = delete;
 
     /// Starts following on the observer's thread. Idempotent; no effect
     /// after stop().
@@ -84,7 +91,7 @@ private:
     mutable std::mutex m_mutex; ///< guards m_view
     mutable std::condition_variable m_changed;
     lease_view m_view;
-    detail::loop_thread m_loop; ///< last: joined before the members it uses go
+    std::unique_ptr<detail::loop_thread> m_loop; ///< last: joined before the members it uses go
 };
 
 } // namespace pglease

@@ -6,10 +6,9 @@
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
 #include "pglease/connection_options.hpp"
+#include "pglease/fence.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_options.hpp"
-#include "pglease/loop_thread.hpp"
-#include "pglease/pinned.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -19,6 +18,10 @@
 #include <vector>
 
 namespace pglease {
+
+namespace detail {
+class loop_thread;
+} // namespace detail
 
 /// Tries to acquire at construction (optionally waiting), renews at ttl / 3
 /// on a thread of its own while alive, and releases at destruction. It may
@@ -31,7 +34,7 @@ namespace pglease {
 ///       return;                                       // someone else runs them
 ///   guard.run_fenced(app, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
 /// @endcode                                            // released here
-class scoped_lease : detail::pinned { // NOLINT(cppcoreguidelines-special-member-functions)
+class scoped_lease {
 public:
     /// Connects with @p connection (a session of its own; default: PG*
     /// variables), tries to acquire @p name, waiting up to @p wait (0: one
@@ -60,6 +63,11 @@ public:
 
     /// release().
     ~scoped_lease();
+    /// Never copied or moved: its threads keep its address.
+    scoped_lease(const scoped_lease&) = delete;
+    scoped_lease& operator=(const scoped_lease&) = delete;
+    scoped_lease(scoped_lease&&) = delete;
+    scoped_lease& operator=(scoped_lease&&) = delete;
 
     /// Stops renewing and frees the lease now (errors ignored: it then
     /// expires). Idempotent.
@@ -101,7 +109,8 @@ private:
     std::condition_variable m_cv;
     bool m_stopping = false;
     bool m_released = false;
-    detail::loop_thread m_loop; ///< the renewals; last: joined before the members it uses go
+    std::unique_ptr<detail::loop_thread>
+        m_loop; ///< the renewals; last: joined before the members it uses go
 };
 
 } // namespace pglease

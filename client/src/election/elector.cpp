@@ -5,15 +5,16 @@
 /// election/: one lease, one leader. election (the single-threaded state
 /// machine, stepped by tests over the test double), elector (its thread and
 /// the term's worker), planned handover (yield_to, preferred successor) and
-/// take-over requests between instances, the downstream raises a term
+/// handover requests between instances, the downstream raises a term
 /// starts with, and scoped_lease for a lease held over a scope.
 #include "pglease/elector.hpp"
 
-#include "election/takeover_listener.hpp"
 #include "engine/call_observer.hpp"
+#include "engine/loop_thread.hpp"
 #include "engine/validated_config.hpp"
 #include "pglease/downstream.hpp"
 #include "pglease/error.hpp"
+#include "pglease/handover_request.hpp"
 #include "pglease/pq_backend.hpp"
 #include "pq/conninfo.hpp"
 
@@ -43,16 +44,17 @@ elector::elector(elector_config config, std::unique_ptr<backend> db, const clock
                  std::vector<std::unique_ptr<backend>> downstreams)
     : m_config{detail::validated(std::move(config))}
     , m_clock{clk}
-    , m_takeover_conninfo{db ? std::string{} : detail::build_conninfo(m_config.connection)}
+    , m_handover_conninfo{db ? std::string{} : detail::build_conninfo(m_config.connection)}
     , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_config.connection)}
     , m_downstreams{std::move(downstreams)}
-    , m_election{*m_db, m_config, m_clock, std::random_device{}(), pointers(m_downstreams)} {
+    , m_election{*m_db, m_config, m_clock, std::random_device{}(), pointers(m_downstreams)}
+    , m_loop{std::make_unique<detail::loop_thread>()} {
     if (m_downstreams.size() != m_config.downstreams.size())
         throw config_error{"elector: one backend per downstream is needed"};
 }
 
 void elector::start() {
-    m_loop.start(
+    m_loop->start(
         [this] {
             const std::lock_guard lock{m_mutex};
             m_accepting_yields = true;
@@ -67,7 +69,7 @@ elector::~elector() {
 void elector::stop() noexcept {
     // From the elector's own thread (a callback) this only asks: the
     // owner's destructor joins.
-    m_loop.stop([this] {
+    m_loop->stop([this] {
         {
             // Tell leader work first, so it can wind down while we wake the loop.
             const std::lock_guard lock{m_mutex};
@@ -97,9 +99,9 @@ void elector::report_lost(std::int64_t epoch) noexcept {
 }
 
 void elector::run() noexcept {
-    m_loop.entered();
+    m_loop->entered();
     (void)m_db->listen();
-    while (!m_loop.stopping()) {
+    while (!m_loop->stopping()) {
         try {
             serve_yield();
             if (m_work_failed.exchange(false)) {
@@ -122,9 +124,9 @@ void elector::run() noexcept {
             (void)m_db->wait_for_change(m_config.lease_name, m_clock.now() + m_config.retry_period);
             continue;
         }
-        if (m_loop.stopping())
+        if (m_loop->stopping())
             break;
-        auto wake = std::min(m_election.next_step(), ask_for_take_over());
+        auto wake = std::min(m_election.next_step(), ask_for_handover());
         if (m_election.in_term())
             wake = std::min(wake, m_election.current().deadline());
         (void)m_db->wait_for_change(m_config.lease_name, wake);

@@ -4,6 +4,7 @@
 /// of it, so a successor never leads while this term's work still runs.
 #include "pglease/elector.hpp"
 
+#include "engine/loop_thread.hpp"
 #include "pglease/error.hpp"
 
 namespace pglease {
@@ -14,7 +15,7 @@ handover_result elector::yield_to(const std::string& successor) {
     if (successor == m_config.identity)
         throw config_error{"cannot yield to the elector's own identity"};
     const auto self = std::this_thread::get_id();
-    if (m_loop.on_loop() || self == m_worker_id.load())
+    if (m_loop->on_loop() || self == m_worker_id.load())
         throw error{"yield_to() must not be called from an elector callback (it would wait "
                     "for that callback to return)"};
 

@@ -4,8 +4,9 @@
 /// callbacks (the floor under the elector's thread and its handovers).
 #include "pglease/elector.hpp"
 
-#include "election/takeover_listener.hpp"
 #include "engine/call_observer.hpp"
+#include "engine/loop_thread.hpp"
+#include "pglease/handover_request.hpp"
 
 namespace pglease {
 
@@ -17,16 +18,15 @@ void elector::start_term(std::int64_t epoch) {
         m_source.emplace(m_clock);
         m_source->set_deadline(m_election.current().deadline());
         token = m_source->token();
-        if (m_loop.stopping())
+        if (m_loop->stopping())
             m_source->request_stop();
     }
     m_led = true;
-    m_takeover_requester.reset(); // asked for the first term only
-    if (m_config.answer_take_over_requests && !m_takeover_conninfo.empty())
-        m_takeover_listener = std::make_unique<detail::takeover_listener>(
-            m_takeover_conninfo, m_config.lease_name, m_config.identity,
-            [this](const detail::accepted_takeover& a) { take_over_requested(a.requester); },
-            nullptr);
+    m_handover_requester.reset(); // asked for the first term only
+    if (m_config.answer_handover_requests && !m_handover_conninfo.empty())
+        m_handover_listener = std::make_unique<handover_listener>(
+            m_handover_conninfo, m_config.lease_name, m_config.identity,
+            [this](const accepted_handover& a) { handover_requested(a.requester); }, nullptr);
     m_worker = std::thread{[this, epoch, token] {
         m_worker_id.store(std::this_thread::get_id()); // yield_to() refuses this thread
         try {
@@ -40,7 +40,7 @@ void elector::start_term(std::int64_t epoch) {
 }
 
 void elector::end_term() {
-    m_takeover_listener.reset(); // returns at once; no request is served after this
+    m_handover_listener.reset(); // returns at once; no request is served after this
     {
         const std::lock_guard lock{m_mutex};
         if (m_source)

@@ -2,6 +2,7 @@
 /// @brief The scoped lease's renew thread.
 #include "pglease/scoped_lease.hpp"
 
+#include "engine/loop_thread.hpp"
 #include "pglease/downstream.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
@@ -43,7 +44,8 @@ scoped_lease::scoped_lease(std::unique_ptr<backend> db, std::string name, lease_
     : m_clock{clk}
     , m_db{std::move(db)}
     , m_lease{*m_db, std::move(name), std::move(options), clk}
-    , m_downstreams{std::move(downstreams)} {
+    , m_downstreams{std::move(downstreams)}
+    , m_loop{std::make_unique<detail::loop_thread>()} {
     bool got = false;
     try {
         got = wait > std::chrono::milliseconds::zero() ? m_lease.acquire_for(wait)
@@ -67,7 +69,7 @@ scoped_lease::scoped_lease(std::unique_ptr<backend> db, std::string name, lease_
         }
     }
     if (got)
-        m_loop.start(nullptr, [this] { renew_loop(); });
+        m_loop->start(nullptr, [this] { renew_loop(); });
 }
 
 scoped_lease::~scoped_lease() {
@@ -108,7 +110,7 @@ void scoped_lease::release() noexcept {
             return;
         m_released = true;
     }
-    m_loop.stop([this] {
+    m_loop->stop([this] {
         {
             const std::lock_guard lock{m_mutex};
             m_stopping = true;

@@ -3,7 +3,7 @@
 /// application callbacks never run on (or delay) a thread that renews.
 #pragma once
 
-#include "pglease/pinned.hpp"
+#include "engine/pinned.hpp"
 #include <condition_variable>
 #include <deque>
 #include <functional>

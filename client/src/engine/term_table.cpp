@@ -1,7 +1,7 @@
 /// @file term_table.cpp
 /// @brief The terms of a holder of many leases: begin, end, renew in one
 /// round trip, give up at the renew deadline, release once the work is done.
-#include "pglease/term_table.hpp"
+#include "engine/term_table.hpp"
 
 #include "engine/renew_round.hpp"
 #include "pglease/error.hpp"

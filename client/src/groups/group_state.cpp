@@ -1,6 +1,6 @@
 /// @file group_state.cpp
 /// @brief A lease group member's step, as numbered steps.
-#include "pglease/group_state.hpp"
+#include "groups/group_state.hpp"
 
 #include "engine/renew_round.hpp"
 #include "pglease/error.hpp"

@@ -7,6 +7,7 @@
 #include "pglease/observer.hpp"
 
 #include "engine/call_observer.hpp"
+#include "engine/loop_thread.hpp"
 
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
@@ -33,7 +34,8 @@ observer::observer(observer_options options)
 observer::observer(observer_options options, std::unique_ptr<backend> db, const clock& clk)
     : m_options{checked(std::move(options))}
     , m_clock{clk}
-    , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_options.connection)} {
+    , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_options.connection)}
+    , m_loop{std::make_unique<detail::loop_thread>()} {
     m_view.name = m_options.lease_name;
 }
 
@@ -42,11 +44,11 @@ observer::~observer() {
 }
 
 void observer::start() {
-    m_loop.start(nullptr, [this] { run(); });
+    m_loop->start(nullptr, [this] { run(); });
 }
 
 void observer::stop() noexcept {
-    m_loop.stop([this] {
+    m_loop->stop([this] {
         m_db->interrupt();
         m_changed.notify_all();
     });
@@ -62,7 +64,7 @@ std::optional<lease_view> observer::wait_for_change(std::chrono::milliseconds ti
     std::unique_lock lock{m_mutex};
     const std::uint64_t seen = since ? *since : m_view.version;
     if (!m_changed.wait_for(lock, timeout,
-                            [&] { return m_view.version > seen || m_loop.stopping(); }) ||
+                            [&] { return m_view.version > seen || m_loop->stopping(); }) ||
         m_view.version <= seen)
         return std::nullopt;
     return m_view;
@@ -107,7 +109,7 @@ clock::time_point observer::read() {
 
 void observer::run() noexcept {
     (void)m_db->listen(); // false: no notifications, readings on schedule only
-    while (!m_loop.stopping()) {
+    while (!m_loop->stopping()) {
         clock::time_point wake;
         try {
             wake = read();
@@ -120,7 +122,7 @@ void observer::run() noexcept {
             }
             wake = m_clock.now() + m_options.retry_period;
         }
-        if (m_loop.stopping())
+        if (m_loop->stopping())
             break;
         // 4. Sleep until a notification for this lease, the wake-up time, or
         //    stop(): no polling.

@@ -21,20 +21,8 @@ call_watchdog::~call_watchdog() {
         m_thread.join();
 }
 
-void call_watchdog::arm(time_point deadline, int sock, std::function<void()> cancel,
+void call_watchdog::arm(time_point deadline, int sock, cancel_request cancel,
                         std::function<time_point()> extend) {
-    arm_either(deadline, sock, std::move(cancel), nullptr, std::move(extend));
-}
-
-void call_watchdog::arm(time_point deadline, int sock,
-                        std::shared_ptr<const std::function<void()>> cancel,
-                        std::function<time_point()> extend) {
-    arm_either(deadline, sock, nullptr, std::move(cancel), std::move(extend));
-}
-
-void call_watchdog::arm_either(time_point deadline, int sock, std::function<void()>&& cancel,
-                               std::shared_ptr<const std::function<void()>>&& shared_cancel,
-                               std::function<time_point()>&& extend) {
     bool wake = false;
     {
         const std::lock_guard lock{m_mutex};
@@ -43,7 +31,6 @@ void call_watchdog::arm_either(time_point deadline, int sock, std::function<void
         m_deadline = deadline;
         m_sock = sock;
         m_cancel = std::move(cancel);
-        m_shared_cancel = std::move(shared_cancel);
         m_extend = std::move(extend);
         m_done = {};
         if (!m_thread.joinable())
@@ -76,8 +63,7 @@ call_watchdog::outcome call_watchdog::disarm() noexcept {
             m_cv.wait_for(lock, 2ms);
         m_inflight.reset();
     }
-    m_cancel = nullptr; // a cancel in flight has its own copy
-    m_shared_cancel.reset();
+    m_cancel.reset(); // a cancel in flight has its own share
     m_extend = nullptr;
     m_sock = -1;
     const outcome done = m_done;
@@ -118,12 +104,10 @@ void call_watchdog::run() noexcept {
         //    and we wait at most the grace period for it to return.
         auto returned = std::make_shared<std::atomic<bool>>(false);
         m_inflight = returned;
-        std::thread{[cancel = m_cancel, shared = m_shared_cancel, returned] {
+        std::thread{[cancel = m_cancel, returned] {
             try {
-                if (shared && *shared)
-                    (*shared)();
-                else if (cancel)
-                    cancel();
+                if (cancel && *cancel)
+                    (*cancel)();
             } catch (...) {
                 // Could not reach the server: step 3 ends the call.
             }

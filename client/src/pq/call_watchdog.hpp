@@ -27,7 +27,9 @@ namespace pglease::detail {
 ///
 /// @code
 ///   call_watchdog dog{std::chrono::milliseconds{200}};
-///   dog.arm(deadline, conn.sock(), [keep = shared_conn] { keep->cancel_query(); });
+///   // once per session: owns what it uses (a weak share of the session)
+///   auto cancel = std::make_shared<const std::function<void()>>(...);
+///   dog.arm(deadline, conn.sock(), cancel);
 ///   ... blocking call ...
 ///   const auto what = dog.disarm();   // what.cancelled, what.severed
 /// @endcode
@@ -50,6 +52,11 @@ public:
     /// Stops and joins the thread.
     ~call_watchdog();
 
+    /// A cancel request, shared rather than copied: a session keeps one for
+    /// all its calls, so arming allocates nothing; the watchdog keeps its
+    /// share until disarm(), a cancel in flight its own.
+    using cancel_request = std::shared_ptr<const std::function<void()>>;
+
     /// Watches the call about to start: @p cancel is run (on a thread of
     /// its own) at @p deadline, @p sock shut down when the cancel does not
     /// end the call within @p grace. @p sock stays valid until disarm()
@@ -60,14 +67,7 @@ public:
     /// thread, until disarm() returned) whether the deadline moved: a later
     /// time point than the current deadline postpones the cancel to it (a
     /// lease renewed meanwhile), anything else lets it go ahead.
-    void arm(time_point deadline, int sock, std::function<void()> cancel,
-             std::function<time_point()> extend = {});
-
-    /// As arm() above, with a cancel request shared rather than copied: a
-    /// caller that keeps one request per session arms without allocating
-    /// (a copy of a std::function that owns its state allocates). The
-    /// watchdog keeps its share until disarm(), a cancel in flight its own.
-    void arm(time_point deadline, int sock, std::shared_ptr<const std::function<void()>> cancel,
+    void arm(time_point deadline, int sock, cancel_request cancel,
              std::function<time_point()> extend = {});
 
     /// Ends the watch. Waits at most the grace period for a cancel request
@@ -76,10 +76,6 @@ public:
     outcome disarm() noexcept;
 
 private:
-    /// Both arm()s: @p cancel or @p shared_cancel (the other one empty).
-    void arm_either(time_point deadline, int sock, std::function<void()>&& cancel,
-                    std::shared_ptr<const std::function<void()>>&& shared_cancel,
-                    std::function<time_point()>&& extend);
     void run() noexcept;
 
     const std::chrono::milliseconds m_grace;
@@ -93,8 +89,7 @@ private:
     /// past one (cancelling or severing).
     time_point m_waiting_until = time_point::min();
     int m_sock = -1;
-    std::function<void()> m_cancel;
-    std::shared_ptr<const std::function<void()>> m_shared_cancel; ///< or this one
+    cancel_request m_cancel;
     std::function<time_point()> m_extend;
     std::shared_ptr<std::atomic<bool>> m_inflight; ///< set when the last cancel returned
     outcome m_done;

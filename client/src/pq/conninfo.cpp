@@ -4,7 +4,7 @@
 
 #include "pglease/error.hpp"
 
-#include "pq/conninfo_text.hpp"
+#include "pglease/conninfo_text.hpp"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 /// (pq_session.hpp), the statements, bounded calls (call_watchdog, the
 /// deadline-bounded connect: pq_session), reconnects with backoff, connection strings,
 /// and NOTIFY payloads. The holders reach the server only through it (the
-/// take-over listener and fenced work run on sessions of their own).
+/// handover listener and fenced work run on sessions of their own).
 #include "pq/conninfo.hpp"
 #include "pq/pq_session.hpp"
 #include "pq/wakeup_pipe.hpp"

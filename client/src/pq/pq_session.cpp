@@ -52,14 +52,14 @@ pq_backend::session& pq_backend::live(clock::time_point connect_by) {
     };
     try {
         auto fresh = std::make_shared<session>(m_conninfo, connect_by);
+        fresh->cancel = session::cancel_of(fresh);
         {
             // A connect with a deadline keeps it for the setup too: a server
             // that froze right after the handshake does not hold us here.
             detail::call_watchdog::outcome dog;
             std::optional<detail::watch_guard> guard;
             if (connect_by != clock::time_point::max()) {
-                m_watchdog->arm(connect_by, fresh->conn.sock(),
-                                [keep = fresh] { keep->conn.cancel_query(); });
+                m_watchdog->arm(connect_by, fresh->conn.sock(), fresh->cancel);
                 guard.emplace(*m_watchdog, dog);
             }
             pqxx::nontransaction tx{fresh->conn};

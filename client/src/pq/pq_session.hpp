@@ -123,6 +123,17 @@ struct pq_backend::session {
 
     void end_calls() noexcept { open_calls.reset(); }
 
+    /// Cancels the statement this session runs (the watchdog's request for
+    /// every call). It holds the session weakly: a cancel still in flight
+    /// when the session was dropped keeps it only while it runs.
+    static detail::call_watchdog::cancel_request cancel_of(const std::shared_ptr<session>& s) {
+        return std::make_shared<const std::function<void()>>([weak = std::weak_ptr<session>{s}] {
+            if (const auto alive = weak.lock())
+                alive->conn.cancel_query();
+        });
+    }
+    detail::call_watchdog::cancel_request cancel; ///< cancel_of(this), set once opened
+
     /// Runs @p st as a statement this session prepared (one parse and plan
     /// per session, not one per call), prepared on first use under its
     /// name. A pooler in transaction mode (pgbouncer before 1.21) moves the
@@ -183,8 +194,8 @@ auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
     // it (waiting for a cancel in flight) before any handler below runs.
     detail::call_watchdog::outcome dog;
     try {
-        // The cancel owns the session: it may return after we dropped it.
-        m_watchdog->arm(deadline, s.conn.sock(), [keep = m_session] { keep->conn.cancel_query(); });
+        // The session's one cancel request: no allocation per call.
+        m_watchdog->arm(deadline, s.conn.sock(), s.cancel);
         s.syncrep.m_seen = false;
         auto result = [&] {
             const detail::watch_guard guard{*m_watchdog, dog};

@@ -9,8 +9,10 @@
 
 #include "engine/call_observer.hpp"
 #include "engine/callback_queue.hpp"
+#include "engine/loop_thread.hpp"
 #include "engine/validated_config.hpp"
 #include "pglease/pq_backend.hpp"
+#include "sets/lease_set_state.hpp"
 
 namespace pglease {
 
@@ -18,21 +20,58 @@ lease_set::lease_set(lease_set_config config, std::unique_ptr<backend> db, const
     : m_config{detail::validated(std::move(config))}
     , m_clock{clk}
     , m_db{db ? std::move(db) : std::make_unique<pq_backend>(m_config.connection)}
-    , m_state{*m_db, m_config, m_clock}
-    , m_callbacks{std::make_unique<detail::callback_queue>()} {}
+    , m_state{std::make_unique<lease_set_state>(*m_db, m_config, m_clock)}
+    , m_callbacks{std::make_unique<detail::callback_queue>()}
+    , m_loop{std::make_unique<detail::loop_thread>()} {}
 
 lease_set::~lease_set() {
     stop();
 }
 
+bool lease_set::held(const std::string& name) const {
+    return m_state->held(name);
+}
+
+std::int64_t lease_set::epoch(const std::string& name) const {
+    return m_state->epoch(name);
+}
+
+std::vector<std::string> lease_set::held_names() const {
+    return m_state->held_names();
+}
+
+std::size_t lease_set::held_count() const {
+    return m_state->held_count();
+}
+
+std::shared_ptr<lease> lease_set::grant(const std::string& name) const {
+    return m_state->grant(name);
+}
+
+std::uint64_t lease_set::renew_rounds() const noexcept {
+    return m_state->renew_rounds();
+}
+
+std::uint64_t lease_set::acquire_rounds() const noexcept {
+    return m_state->acquire_rounds();
+}
+
+std::uint64_t lease_set::release_rounds() const noexcept {
+    return m_state->release_rounds();
+}
+
+clock::duration lease_set::last_renew_latency() const noexcept {
+    return m_state->last_renew_latency();
+}
+
 void lease_set::start() {
-    m_loop.start([this] { m_callbacks->start(); }, [this] { run(); });
+    m_loop->start([this] { m_callbacks->start(); }, [this] { run(); });
 }
 
 void lease_set::stop() noexcept {
     // The loop ends once every on_lost ran (on the callback thread) and the
     // leases were released.
-    m_loop.stop([this] { m_db->interrupt(); });
+    m_loop->stop([this] { m_db->interrupt(); });
     m_callbacks->finish();
 }
 
@@ -64,11 +103,11 @@ std::string lease_set::not_held(const std::string& name) const {
 }
 
 fence_token lease_set::token(const std::string& name) const {
-    return detail::grant_token(m_state.grant(name), [&] { return not_held(name); });
+    return detail::grant_token(m_state->grant(name), [&] { return not_held(name); });
 }
 
 void lease_set::report_lost(const std::string& name, std::int64_t epoch) noexcept {
-    detail::report_grant_lost(m_state.grant(name), epoch, *m_db);
+    detail::report_grant_lost(m_state->grant(name), epoch, *m_db);
 }
 
 void lease_set::apply_changes() {
@@ -83,14 +122,14 @@ void lease_set::apply_changes() {
     }
     for (const change& c : changes) {
         if (c.add)
-            m_state.add(c.name);
+            m_state->add(c.name);
         else
-            m_state.remove(c.name);
+            m_state->remove(c.name);
     }
     for (const auto& [name, epoch] : failed)
-        m_state.work_failed(name, epoch);
+        m_state->work_failed(name, epoch);
     for (const auto& [name, epoch] : done)
-        m_state.callback_done(name, epoch);
+        m_state->callback_done(name, epoch);
 }
 
 void lease_set::dispatch(std::vector<lease_set_event> events) {
@@ -137,21 +176,21 @@ void lease_set::run() noexcept {
     for (;;) {
         try {
             apply_changes();
-            if (m_loop.stopping() && !stopping) {
+            if (m_loop->stopping() && !stopping) {
                 stopping = true;
-                dispatch(m_state.stop());
+                dispatch(m_state->stop());
             }
-            dispatch(m_state.step());
+            dispatch(m_state->step());
         } catch (const std::exception&) {
             // Not expected (step() handles backend errors): keep going, but
             // not in a tight loop.
             (void)m_db->wait_for_free({}, m_clock.now() + m_config.retry_period, freed);
             continue;
         }
-        if (m_state.stopped())
+        if (m_state->stopped())
             break;
-        if (m_db->wait_for_free(m_state.wanted(), m_state.next_step(), freed))
-            m_state.lease_freed(freed);
+        if (m_db->wait_for_free(m_state->wanted(), m_state->next_step(), freed))
+            m_state->lease_freed(freed);
     }
 }
 

@@ -1,7 +1,7 @@
 /// @file lease_set_state.cpp
 /// @brief A lease set's step, as numbered steps: one renew, one release and
 /// one acquire round trip at most, whatever the number of leases.
-#include "pglease/lease_set_state.hpp"
+#include "sets/lease_set_state.hpp"
 
 #include "engine/renew_round.hpp"
 #include "pglease/error.hpp"
@@ -134,12 +134,11 @@ bool lease_set_state::acquire(std::vector<lease_set_event>& events,
                               const std::vector<std::string>& names, bool sizes_batch) {
     if (names.empty())
         return true;
-    // A grant is counted from the send: one that arrives too late to be
-    // renewed before its renew deadline is not worth waiting for.
+    // Bounded by the next renewal of what is held (which comes first), not
+    // by the renew deadline of what is asked for: a cancelled batch is work
+    // the server did for nothing.
     const auto sent = m_clock.now();
-    const auto bound =
-        std::min({m_terms.call_bound(), m_terms.next_renew(),
-                  sent + m_config.renew_deadline - m_terms.renew_reserve()});
+    const auto bound = std::min(m_terms.call_bound(), m_terms.next_renew());
     if (bound <= sent)
         return false; // renew first
     std::vector<acquire_reply> replies;
@@ -157,6 +156,16 @@ bool lease_set_state::acquire(std::vector<lease_set_event>& events,
     const auto arrived = m_clock.now();
     if (sizes_batch)
         resize_batch(names.size(), arrived - sent);
+    // A grant counts from the send: one answered too late to be renewed
+    // before its renew deadline would be given up at once (and released).
+    // Its rows are this identity's on the server, so it is not begun but
+    // asked for again at once, in smaller batches: the server extends them
+    // (same epoch) faster than it granted them.
+    if (arrived > sent + m_config.renew_deadline - m_terms.renew_reserve()) {
+        m_next_acquire = arrived;
+        ++m_late_batches;
+        return true;
+    }
     for (std::size_t i = 0; i < names.size() && i < replies.size(); ++i) {
         const acquire_reply& reply = replies[i];
         if (!reply.acquired) {
@@ -186,8 +195,8 @@ void lease_set_state::resize_batch(std::size_t sent, clock::duration took) {
     if (took > target)
         m_acquire_batch = std::max<std::size_t>(1, sent / 2);
     else if (took < target / 4 && sent >= m_acquire_batch)
-        m_acquire_batch = m_acquire_batch > max_acquire_batch / 2 ? max_acquire_batch
-                                                                  : 2 * m_acquire_batch;
+        m_acquire_batch =
+            m_acquire_batch > max_acquire_batch / 2 ? max_acquire_batch : 2 * m_acquire_batch;
 }
 
 void lease_set_state::callback_done(const std::string& name, std::int64_t epoch) {

@@ -1,6 +1,6 @@
-/// @file test_pg_takeover.cpp
+/// @file test_pg_handover_request.cpp
 /// @brief Rolling deploys between electors against the real server: a new
-/// elector with take_over is handed the lease by the holder after the old
+/// elector with request_handover is handed the lease by the holder after the old
 /// work stopped, its fenced rows after the old ones (and never hands it
 /// back); a holder that does not answer
 /// keeps it; a request from a role that may not ask is ignored, one from
@@ -16,9 +16,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class pg_takeover : public pg_test {
+class pg_handover_request : public pg_test {
 protected:
-    /// Sends a take-over request for @p lease to @p requester from @p conn.
+    /// Sends a handover request for @p lease to @p requester from @p conn.
     static void ask(pqxx::connection& conn, const std::string& lease,
                     const std::string& requester) {
         pqxx::nontransaction tx{conn};
@@ -28,7 +28,7 @@ protected:
     }
 };
 
-TEST_F(pg_takeover, a_new_elector_is_handed_the_lease_after_the_old_work_stopped) {
+TEST_F(pg_handover_request, a_new_elector_is_handed_the_lease_after_the_old_work_stopped) {
     const auto name = unique_name("takeover");
     const auto table = unique_name("takeover_tbl");
     make_fenced_table(table, name);
@@ -38,7 +38,7 @@ TEST_F(pg_takeover, a_new_elector_is_handed_the_lease_after_the_old_work_stopped
     tb.table = table;
     ta.wind_down = 200ms; // a successor that started early would overlap it
     auto cfg_a = handover_config(name, ta, unique_name("old"));
-    cfg_a.take_over = true; // as the new one: it led first, so it never asks
+    cfg_a.request_handover = true; // as the new one: it led first, so it never asks
     elector a{cfg_a};
     ta.self = &a;
     a.start();
@@ -46,7 +46,7 @@ TEST_F(pg_takeover, a_new_elector_is_handed_the_lease_after_the_old_work_stopped
     const auto old_epoch = a.epoch();
 
     auto cfg_b = handover_config(name, tb, unique_name("new"));
-    cfg_b.take_over = true;
+    cfg_b.request_handover = true;
     elector b{cfg_b};
     tb.self = &b;
     b.start();
@@ -77,17 +77,17 @@ TEST_F(pg_takeover, a_new_elector_is_handed_the_lease_after_the_old_work_stopped
     EXPECT_EQ(ta.started, 1);
 }
 
-TEST_F(pg_takeover, a_holder_that_does_not_answer_keeps_the_lease) {
+TEST_F(pg_handover_request, a_holder_that_does_not_answer_keeps_the_lease) {
     const auto name = unique_name("takeover_no");
     timeline ta;
     timeline tb;
     auto cfg_a = handover_config(name, ta, unique_name("old"));
-    cfg_a.answer_take_over_requests = false;
+    cfg_a.answer_handover_requests = false;
     elector a{cfg_a};
     a.start();
     ASSERT_TRUE(eventually([&] { return a.leading(); }, 5s));
     auto cfg_b = handover_config(name, tb, unique_name("new"));
-    cfg_b.take_over = true;
+    cfg_b.request_handover = true;
     elector b{cfg_b};
     b.start();
     ASSERT_TRUE(eventually([&] { return b.leader() == a.identity(); }, 5s));
@@ -97,7 +97,7 @@ TEST_F(pg_takeover, a_holder_that_does_not_answer_keeps_the_lease) {
     EXPECT_EQ(tb.started, 0);
 }
 
-TEST_F(pg_takeover, only_the_holders_role_or_a_superuser_may_ask) {
+TEST_F(pg_handover_request, only_the_holders_role_or_a_superuser_may_ask) {
     const auto name = unique_name("takeover_role");
     const auto role = unique_name("mallory");
     {

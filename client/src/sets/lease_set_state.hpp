@@ -4,12 +4,12 @@
 /// store and a manual clock.
 #pragma once
 
+#include "engine/term_table.hpp"
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_set_config.hpp"
 #include "pglease/stop_token.hpp"
-#include "pglease/term_table.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -56,9 +56,12 @@ struct lease_set_event {
 ///     reported for a lease held elsewhere), ONE acquire_many tries every
 ///     wanted lease without a term; before that, ONE acquire_many tries
 ///     those an event said were freed (lease_freed()); each one granted
-///     begins a term. An acquire ends by the next renewal and by its send
-///     + renew_deadline - renew reserve (a grant counts from the send: one
-///     that came later could not be renewed in time). At most
+///     begins a term. An acquire ends by the next renewal of what is held
+///     (a cancelled batch is server work lost). A grant counts from the
+///     send: a batch answered after its send + renew_deadline - renew
+///     reserve could not be renewed in time, so none of it begins a term;
+///     its rows are this identity's on the server, and they are asked for
+///     again at once (the server extends them, same epoch). At most
 ///     acquire_batch() names go in one: halved when a batch fails or is
 ///     not answered within renew_interval (a server too loaded to grant
 ///     them all at once), doubled again when one is answered within a
@@ -151,6 +154,9 @@ public:
     /// The most names the next acquire_many sends (step 5). Same thread as
     /// step().
     [[nodiscard]] std::size_t acquire_batch() const noexcept { return m_acquire_batch; }
+    /// Batches answered too late to begin terms (asked for again). Same
+    /// thread as step().
+    [[nodiscard]] std::uint64_t late_batches() const noexcept { return m_late_batches; }
     static constexpr std::size_t max_acquire_batch = std::numeric_limits<std::size_t>::max();
 
     /// Send to reply of the last successful renew round trip (zero before
@@ -186,6 +192,7 @@ private:
 
     std::atomic<std::uint64_t> m_acquires{0};
     std::size_t m_acquire_batch = max_acquire_batch;
+    std::uint64_t m_late_batches = 0;
     bool m_stopping = false;
     bool m_stopped = false;
     clock::time_point m_next;

@@ -1,10 +1,10 @@
-/// @file takeover_request.cpp
-/// @brief Take-over request payloads.
-#include "election/takeover_request.hpp"
+/// @file handover_request.cpp
+/// @brief Handover request payloads.
+#include "pglease/handover_request.hpp"
 
 #include <nlohmann/json.hpp>
 
-namespace pglease::detail {
+namespace pglease {
 namespace {
 
 bool one_to_255(const nlohmann::json& j, const char* key, std::string& out) {
@@ -17,14 +17,14 @@ bool one_to_255(const nlohmann::json& j, const char* key, std::string& out) {
 
 } // namespace
 
-std::string takeover_payload(const takeover_request& r) {
+std::string handover_payload(const handover_request& r) {
     return nlohmann::json{{"lease", r.lease}, {"requester", r.requester}}.dump();
 }
 
-std::optional<takeover_request> parse_takeover_request(std::string_view payload) noexcept {
+std::optional<handover_request> parse_handover_request(std::string_view payload) noexcept {
     try {
         const auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
-        takeover_request r;
+        handover_request r;
         if (!j.is_object() || !one_to_255(j, "lease", r.lease) ||
             !one_to_255(j, "requester", r.requester))
             return std::nullopt;
@@ -34,4 +34,4 @@ std::optional<takeover_request> parse_takeover_request(std::string_view payload)
     }
 }
 
-} // namespace pglease::detail
+} // namespace pglease

@@ -1,14 +1,16 @@
-/// @file takeover_listener.hpp
-/// @brief Internal: planned take-over between holders of one lease, the
-/// protocol shared by `pglease run` and the elector.
+/// @file handover_request.hpp
+/// @brief Handover requests: a process that wants a lease asks its holder
+/// to hand it over (a planned handover, e.g. a rolling deploy). The
+/// protocol of `pglease run --take-over` and elector_config::request_handover;
+/// not a takeover, which is what a grant of an expired lease is.
 ///
 /// Protocol (no extension change; the channel is not pg_lease):
-///  1. The requester (`run --take-over`, elector_config::take_over), finding
+///  1. The requester (`run --take-over`, elector_config::request_handover), finding
 ///     the lease held, sends NOTIFY pg_lease_handover
 ///     '{"lease":L,"requester":ID}' from a session of its own that stays
-///     open while it waits (takeover_requester).
+///     open while it waits (handover_requester).
 ///  2. The holder LISTENs on that channel on a session of its own
-///     (takeover_listener). Anyone can NOTIFY, so a request for its lease
+///     (handover_listener). Anyone can NOTIFY, so a request for its lease
 ///     counts only if the sending backend (the notification's pid) is still
 ///     connected and logged in as the holder's own role, or as a superuser:
 ///     the roles that lease_handover() itself would accept. Others are
@@ -20,49 +22,66 @@
 /// requester waits as usual.
 #pragma once
 
-#include "election/takeover_request.hpp"
-
-#include <pqxx/pqxx>
-
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
-#include <vector>
+#include <string_view>
 
-namespace pglease::detail {
+namespace pglease {
+
+/// The channel of handover requests. Not `pg_lease`: that one carries the
+/// extension's lease events, which followers parse.
+inline constexpr const char* handover_channel = "pg_lease_handover";
+
+/// {"lease":"jobs","requester":"host:pid:random"}: please hand lease
+/// `jobs` to identity `requester` (the requesting `pglease run` or elector).
+struct handover_request {
+    std::string lease;
+    std::string requester;
+};
+
+/// The payload for @p r (compact JSON).
+[[nodiscard]] std::string handover_payload(const handover_request& r);
+
+/// Parses a payload: nullopt unless a JSON object with string "lease" and
+/// "requester" of 1..255 bytes each. Never throws. Who sent it is checked
+/// elsewhere (the notification's backend pid), not here.
+[[nodiscard]] std::optional<handover_request>
+parse_handover_request(std::string_view payload) noexcept;
 
 /// The requester's side: one session that sends requests and stays open
 /// (the holder checks that the sender is still connected).
-class takeover_requester {
+class handover_requester {
 public:
     /// @p conninfo should carry a connect_timeout: ask() connects.
-    takeover_requester(std::string conninfo, takeover_request request)
-        : m_conninfo{std::move(conninfo)}
-        , m_request{std::move(request)} {}
+    handover_requester(std::string conninfo, handover_request request);
+    ~handover_requester();
+    handover_requester(const handover_requester&) = delete;
+    handover_requester& operator=(const handover_requester&) = delete;
+    handover_requester(handover_requester&&) = delete;
+    handover_requester& operator=(handover_requester&&) = delete;
 
     /// Sends the request (connecting first if needed). False, with the
     /// reason in @p error, when it could not be sent.
     bool ask(std::string& error);
 
 private:
+    struct session;
     std::string m_conninfo;
-    takeover_request m_request;
-    std::unique_ptr<pqxx::connection> m_conn;
+    handover_request m_request;
+    std::unique_ptr<session> m_session;
 };
 
 /// When to ask a holder (again): at once for a holder not asked yet, then
 /// after @p first, doubling up to @p most (a holder that just started may
 /// not be listening yet; one that does not answer is not flooded).
-class takeover_schedule {
+class handover_schedule {
 public:
     using time_point = std::chrono::steady_clock::time_point;
     using duration = std::chrono::steady_clock::duration;
-    takeover_schedule(duration first, duration most)
+    handover_schedule(duration first, duration most)
         : m_first{first}
         , m_most{most}
         , m_every{first} {}
@@ -83,7 +102,7 @@ private:
 };
 
 /// A request that passed the checks.
-struct accepted_takeover {
+struct accepted_handover {
     std::string requester;
     int pid = 0;      ///< the backend that sent it
     std::string role; ///< its login role
@@ -95,27 +114,27 @@ struct accepted_takeover {
 /// on the listener's thread; @p log gets a line for every request ignored
 /// (and for a session lost: no later request gets through, the lease and
 /// the work are unaffected).
-class takeover_listener {
+class handover_listener {
 public:
     using log_fn = std::function<void(const std::string&)>;
-    using request_fn = std::function<void(const accepted_takeover&)>;
+    using request_fn = std::function<void(const accepted_handover&)>;
 
-    takeover_listener(std::string conninfo, std::string lease, std::string own_identity,
+    handover_listener(std::string conninfo, std::string lease, std::string own_identity,
                       request_fn on_request, log_fn log);
     /// Stops the thread and waits for it to close its session: a connect in
     /// progress is abandoned at once. Waits at most stop_wait (a query the
     /// server does not answer); no callback runs after this returned.
-    ~takeover_listener();
+    ~handover_listener();
 
     /// The bound on the destructor's wait.
     static constexpr std::chrono::milliseconds stop_wait{500};
-    takeover_listener(const takeover_listener&) = delete;
-    takeover_listener& operator=(const takeover_listener&) = delete;
-    takeover_listener(takeover_listener&&) = delete;
-    takeover_listener& operator=(takeover_listener&&) = delete;
+    handover_listener(const handover_listener&) = delete;
+    handover_listener& operator=(const handover_listener&) = delete;
+    handover_listener(handover_listener&&) = delete;
+    handover_listener& operator=(handover_listener&&) = delete;
 
     /// The first verified request, once (nullopt if none yet).
-    [[nodiscard]] std::optional<accepted_takeover> take();
+    [[nodiscard]] std::optional<accepted_handover> take();
 
     /// True once the session LISTENs (tests: a request sent before that is
     /// not heard).
@@ -126,4 +145,4 @@ private:
     std::shared_ptr<state> m_state; ///< shared with the thread, which may outlive this
 };
 
-} // namespace pglease::detail
+} // namespace pglease

@@ -1,26 +1,35 @@
-/// @file takeover_listener.cpp
-/// @brief Take-over requests: sending one, and checking the ones that come
-/// to a holder (protocol: takeover_listener.hpp).
-#include "election/takeover_listener.hpp"
+/// @file handover_listener.cpp
+/// @brief Handover requests: sending one, and checking the ones that come
+/// to a holder (protocol: pglease/handover_request.hpp).
+#include "pglease/handover_request.hpp"
 
 #include "pq/pq_connect.hpp"
+
+#include <pqxx/pqxx>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
-namespace pglease::detail {
+namespace pglease {
+
+using detail::bounded_connection;
 namespace {
 
 /// Queues (payload, sender pid): queries must wait until get_notifs() returned.
 class inbox_receiver final : public pqxx::notification_receiver {
 public:
     inbox_receiver(pqxx::connection_base& conn, std::vector<std::pair<std::string, int>>& inbox)
-        : pqxx::notification_receiver{conn, takeover_channel}
+        : pqxx::notification_receiver{conn, handover_channel}
         , m_inbox{inbox} {}
 
     void operator()(const std::string& payload, int backend_pid) override {
@@ -34,22 +43,32 @@ private:
 
 } // namespace
 
-bool takeover_requester::ask(std::string& error) {
+struct handover_requester::session {
+    pqxx::connection conn;
+};
+
+handover_requester::handover_requester(std::string conninfo, handover_request request)
+    : m_conninfo{std::move(conninfo)}
+    , m_request{std::move(request)} {}
+
+handover_requester::~handover_requester() = default;
+
+bool handover_requester::ask(std::string& error) {
     try {
-        if (!m_conn || !m_conn->is_open())
-            m_conn = std::make_unique<pqxx::connection>(m_conninfo);
-        pqxx::nontransaction tx{*m_conn};
-        tx.exec_params("SELECT pg_catalog.pg_notify($1, $2)", takeover_channel,
-                       takeover_payload(m_request));
+        if (!m_session || !m_session->conn.is_open())
+            m_session.reset(new session{pqxx::connection{m_conninfo}});
+        pqxx::nontransaction tx{m_session->conn};
+        tx.exec_params("SELECT pg_catalog.pg_notify($1, $2)", handover_channel,
+                       handover_payload(m_request));
         return true;
     } catch (const std::exception& e) {
-        m_conn.reset();
+        m_session.reset();
         error = e.what();
         return false;
     }
 }
 
-bool takeover_schedule::due(const std::string& holder, time_point now) const {
+bool handover_schedule::due(const std::string& holder, time_point now) const {
     if (holder.empty())
         return false;
     if (holder != m_holder)
@@ -57,7 +76,7 @@ bool takeover_schedule::due(const std::string& holder, time_point now) const {
     return now - m_at >= m_every;
 }
 
-void takeover_schedule::asked(const std::string& holder, time_point now) {
+void handover_schedule::asked(const std::string& holder, time_point now) {
     m_every = holder != m_holder ? m_first : std::min(m_every * 2, m_most);
     m_holder = holder;
     m_at = now;
@@ -65,7 +84,7 @@ void takeover_schedule::asked(const std::string& holder, time_point now) {
 
 /// Everything the listener's thread uses: it may outlive the listener
 /// (a connect in progress when the owner goes).
-struct takeover_listener::state {
+struct handover_listener::state {
     std::string conninfo;
     std::string lease;
     std::string identity;
@@ -74,7 +93,7 @@ struct takeover_listener::state {
     std::mutex mutex; ///< guards the callbacks (cleared by the owner) and accepted
     request_fn on_request;
     log_fn log;
-    std::optional<accepted_takeover> accepted;
+    std::optional<accepted_handover> accepted;
     bool taken = false;
     bool ended = false; ///< the thread has closed its session
     std::condition_variable ended_cv;
@@ -102,14 +121,14 @@ struct takeover_listener::state {
     }
 };
 
-void takeover_listener::state::check(pqxx::connection_base& conn, const std::string& payload,
+void handover_listener::state::check(pqxx::connection_base& conn, const std::string& payload,
                                      int pid) {
-    const auto request = parse_takeover_request(payload);
+    const auto request = parse_handover_request(payload);
     if (!request || request->lease != lease)
         return; // another lease's request (or not one at all): not ours to judge
     const std::string who = "pid " + std::to_string(pid);
     if (request->requester == identity) {
-        say("ignoring a take-over request from " + who + ": the requester is this holder");
+        say("ignoring a handover request from " + who + ": the requester is this holder");
         return;
     }
     // The sender must be the holder's own role (or a superuser): the roles
@@ -122,34 +141,34 @@ void takeover_listener::state::check(pqxx::connection_base& conn, const std::str
                        "pg_catalog.pg_roles ro ON ro.oid = a.usesysid WHERE a.pid = $1",
                        pid);
     if (r.empty()) {
-        say("ignoring a take-over request from " + who + ": that session has gone");
+        say("ignoring a handover request from " + who + ": that session has gone");
         return;
     }
     const std::string role = r[0][0].is_null() ? "(none)" : r[0][0].as<std::string>();
     if (!r[0][1].as<bool>(false)) {
-        say("ignoring a take-over request for \"" + lease + "\" from " + who + " (role " + role +
+        say("ignoring a handover request for \"" + lease + "\" from " + who + " (role " + role +
             "): only role " + r[0][2].as<std::string>() + " or a superuser may ask for it");
         return;
     }
     const std::lock_guard lock{mutex};
     if (accepted)
         return; // the first verified request wins
-    accepted = accepted_takeover{request->requester, pid, role};
+    accepted = accepted_handover{request->requester, pid, role};
     if (on_request)
         on_request(*accepted);
 }
 
-void takeover_listener::state::run() noexcept {
+void handover_listener::state::run() noexcept {
     std::unique_ptr<bounded_connection> conn;
     std::vector<std::pair<std::string, int>> inbox;
     std::unique_ptr<inbox_receiver> receiver;
     try {
-        // The owner's stop ends the connect too (see ~takeover_listener).
+        // The owner's stop ends the connect too (see ~handover_listener).
         conn = std::make_unique<bounded_connection>(conninfo, clock::time_point::max(), stop[0]);
         receiver = std::make_unique<inbox_receiver>(*conn, inbox); // LISTEN
         listening.store(true);
     } catch (const std::exception& e) {
-        say(std::string{"take-over requests will not be heard: "} + e.what());
+        say(std::string{"handover requests will not be heard: "} + e.what());
         return;
     }
     for (;;) {
@@ -162,7 +181,7 @@ void takeover_listener::state::run() noexcept {
         } catch (const std::exception& e) {
             // Without this session no request gets through; the lease and
             // the work are unaffected (the requester waits as usual).
-            say(std::string{"take-over requests are no longer heard: "} + e.what());
+            say(std::string{"handover requests are no longer heard: "} + e.what());
             return;
         }
         pollfd fds[2] = {{stop[0], POLLIN, 0}, {conn->sock(), POLLIN, 0}};
@@ -174,7 +193,7 @@ void takeover_listener::state::run() noexcept {
     }
 }
 
-takeover_listener::takeover_listener(std::string conninfo, std::string lease,
+handover_listener::handover_listener(std::string conninfo, std::string lease,
                                      std::string own_identity, request_fn on_request, log_fn log)
     : m_state{std::make_shared<state>()} {
     state& s = *m_state;
@@ -191,7 +210,7 @@ takeover_listener::takeover_listener(std::string conninfo, std::string lease,
     }}.detach();
 }
 
-takeover_listener::~takeover_listener() {
+handover_listener::~handover_listener() {
     {
         // After this no callback runs (they run under the same mutex).
         const std::lock_guard lock{m_state->mutex};
@@ -207,7 +226,7 @@ takeover_listener::~takeover_listener() {
     m_state->ended_cv.wait_for(lock, stop_wait, [this] { return m_state->ended; });
 }
 
-std::optional<accepted_takeover> takeover_listener::take() {
+std::optional<accepted_handover> handover_listener::take() {
     const std::lock_guard lock{m_state->mutex};
     if (m_state->taken || !m_state->accepted)
         return std::nullopt;
@@ -215,8 +234,8 @@ std::optional<accepted_takeover> takeover_listener::take() {
     return m_state->accepted;
 }
 
-bool takeover_listener::listening() const noexcept {
+bool handover_listener::listening() const noexcept {
     return m_state->listening.load();
 }
 
-} // namespace pglease::detail
+} // namespace pglease

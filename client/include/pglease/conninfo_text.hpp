@@ -1,8 +1,7 @@
 /// @file conninfo_text.hpp
-/// @brief Internal: libpq connection strings as key=value settings, read
-/// with libpq's own parser and written back quoted. Shared by the library
-/// (conninfo.hpp) and the command (client/cli/common/conninfo.hpp), which compile
-/// it each.
+/// @brief libpq connection strings as key=value settings, read with
+/// libpq's own parser and written back quoted: how the library adds its
+/// settings to yours, and how `pglease` builds one from -d/-h/-p/-U.
 #pragma once
 
 #include <map>

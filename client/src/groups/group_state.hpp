@@ -4,12 +4,12 @@
 /// test double's store and a manual clock.
 #pragma once
 
+#include "engine/term_table.hpp"
 #include "pglease/backend.hpp"
 #include "pglease/clock.hpp"
 #include "pglease/group_assignment.hpp"
 #include "pglease/group_config.hpp"
 #include "pglease/lease.hpp"
-#include "pglease/term_table.hpp"
 
 #include <atomic>
 #include <cstdint>

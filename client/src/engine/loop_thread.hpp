@@ -4,7 +4,7 @@
 /// group_member, observer) runs its loop on, and its stop order.
 #pragma once
 
-#include "pglease/pinned.hpp"
+#include "engine/pinned.hpp"
 #include <atomic>
 #include <functional>
 #include <mutex>

@@ -183,9 +183,13 @@ public:
     }
 
     /// What an acquire leaves of a renew deadline for the renewal that
-    /// waits behind it: four renew round trips, at least min_renew_reserve.
+    /// waits behind it: four renew round trips, at least min_renew_reserve,
+    /// at most a quarter of the renew deadline (renewals slowed down by a
+    /// loaded server must not stop every acquire).
     [[nodiscard]] clock::duration renew_reserve() const noexcept {
-        return std::max<clock::duration>(4 * last_renew_latency(), min_renew_reserve);
+        return std::clamp<clock::duration>(
+            4 * last_renew_latency(), min_renew_reserve,
+            std::max<clock::duration>(m_config.renew_deadline / 4, min_renew_reserve));
     }
     static constexpr std::chrono::milliseconds min_renew_reserve{50};
 
