@@ -42,6 +42,18 @@ expect_rc 0 "$PGLEASE" -q revoke "$lease"
 expect_rc 76 "$PGLEASE" renew "$lease" --identity c --epoch "$e3"
 pass "acquire --wait, revoke"
 
+# --lock-delay is recorded with the grant: once it is lost without release,
+# another holder gets 75 until the delay has passed.
+ld=$(unique lockdelay)
+"$PGLEASE" acquire "$ld" --identity a --ttl 1s --lock-delay 30s >/dev/null || fail "acquire --lock-delay"
+[ "$(sql "SELECT extract(epoch FROM lock_delay)::int FROM leases WHERE name = '$ld'")" = 30 ] ||
+	fail "acquire --lock-delay was not recorded"
+for _ in $(seq 100); do lease_valid "$ld" || break; sleep 0.05; done
+! lease_valid "$ld" || fail "the 1s grant did not expire"
+expect_rc 75 "$PGLEASE" acquire "$ld" --identity b --ttl 10s
+expect_rc 2 "$PGLEASE" acquire "$ld" --identity b --lock-delay -1s
+pass "acquire --lock-delay: recorded, keeps others out after expiry"
+
 # Errors from the server come with their SQLSTATE, on stderr, exit 1.
 expect_rc 1 "$PGLEASE" acquire "$lease" --identity a --ttl 2d 2>"$TMP/err"
 grep -q "SQLSTATE 22023" "$TMP/err" || { cat "$TMP/err"; fail "no SQLSTATE in the error"; }

@@ -50,6 +50,14 @@ expect_rc 127 "$PGLEASE" -q run --lease "$lease" --ttl 2s -- /nonexistent/comman
 [ "$(lease_holder "$lease")" = "" ] || fail "lease not released after a failed exec"
 pass "exit status passed through"
 
+# --lock-delay is recorded with the job's grant (and skipped by the release).
+delay=$("$PGLEASE" -q run --lease "$lease" --ttl 2s --lock-delay 7s -- \
+	psql -XAtqc "SELECT extract(epoch FROM lock_delay)::int FROM leases WHERE name = '$lease'")
+[ "$delay" = 7 ] || fail "run --lock-delay recorded '$delay'"
+[ "$(sql "SELECT extract(epoch FROM lock_delay)::int FROM leases WHERE name = '$lease'")" = 0 ] ||
+	fail "the release at the job's end kept the lock delay"
+pass "run --lock-delay"
+
 # 4. Held elsewhere: --no-wait exits 75 at once, without running the job.
 other=$("$PGLEASE" acquire "$lease" --identity somebody-else --ttl 2s)
 start=$(date +%s%N)

@@ -55,11 +55,13 @@ void fake_backend::bounded_wait(clock::time_point deadline) {
 }
 
 acquire_reply fake_backend::acquire(const std::string& name, const std::string& holder,
-                                    std::chrono::milliseconds ttl, clock::time_point deadline) {
+                                    std::chrono::milliseconds ttl,
+                                    std::chrono::milliseconds lock_delay,
+                                    clock::time_point deadline) {
     ++m_acquires;
     return call([&] {
         bounded_wait(deadline);
-        return m_inner->acquire(name, holder, ttl, clock::time_point::max());
+        return m_inner->acquire(name, holder, ttl, lock_delay, clock::time_point::max());
     });
 }
 

@@ -32,9 +32,15 @@ public:
         , m_inner{store.connect()}
         , m_fake{fake} {}
 
+    using backend::acquire;
     acquire_reply acquire(const std::string& name, const std::string& holder,
-                          std::chrono::milliseconds ttl,
-                          clock::time_point deadline = clock::time_point::max()) override;
+                          std::chrono::milliseconds ttl, std::chrono::milliseconds lock_delay,
+                          clock::time_point deadline) override;
+    /// acquire() with no lock delay and no deadline.
+    acquire_reply acquire(const std::string& name, const std::string& holder,
+                          std::chrono::milliseconds ttl) {
+        return acquire(name, holder, ttl, clock::time_point::max());
+    }
     std::optional<std::chrono::microseconds>
     renew(const std::string& name, const std::string& holder, std::int64_t epoch,
           std::chrono::milliseconds ttl,

@@ -42,7 +42,7 @@ public:
 
     // The rest of the seam is not the downstream's business.
     acquire_reply acquire(const std::string&, const std::string&, std::chrono::milliseconds,
-                          clock::time_point) override {
+                          std::chrono::milliseconds, clock::time_point) override {
         throw error{"not a lease store"};
     }
     std::optional<std::chrono::microseconds> renew(const std::string&, const std::string&,

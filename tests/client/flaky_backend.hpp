@@ -35,10 +35,12 @@ public:
         return m_last_acquired;
     }
 
+    using backend::acquire;
+    using backend::acquire_many;
     acquire_reply acquire(const std::string& n, const std::string& h, std::chrono::milliseconds t,
-                          clock::time_point d) override {
+                          std::chrono::milliseconds ld, clock::time_point d) override {
         check();
-        return m_inner->acquire(n, h, t, d);
+        return m_inner->acquire(n, h, t, ld, d);
     }
     std::optional<std::chrono::microseconds> renew(const std::string& n, const std::string& h,
                                                    std::int64_t e, std::chrono::milliseconds t,
@@ -60,6 +62,7 @@ public:
     }
     std::vector<acquire_reply> acquire_many(const std::vector<std::string>& n, const std::string& h,
                                             std::chrono::milliseconds t,
+                                            std::chrono::milliseconds ld,
                                             clock::time_point d) override {
         check();
         {
@@ -67,7 +70,7 @@ public:
             m_last_acquired = n;
         }
         ++acquire_many_calls;
-        return m_inner->acquire_many(n, h, t, d);
+        return m_inner->acquire_many(n, h, t, ld, d);
     }
     std::vector<bool> release_many(const std::vector<std::string>& n, const std::string& h,
                                    const std::vector<std::int64_t>& e,

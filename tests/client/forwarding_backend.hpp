@@ -18,9 +18,11 @@ public:
     explicit forwarding_backend(std::unique_ptr<backend> inner)
         : m_inner{std::move(inner)} {}
 
+    using backend::acquire;
+    using backend::acquire_many;
     acquire_reply acquire(const std::string& n, const std::string& h, std::chrono::milliseconds t,
-                          clock::time_point d) override {
-        return m_inner->acquire(n, h, t, d);
+                          std::chrono::milliseconds ld, clock::time_point d) override {
+        return m_inner->acquire(n, h, t, ld, d);
     }
     std::optional<std::chrono::microseconds> renew(const std::string& n, const std::string& h,
                                                    std::int64_t e, std::chrono::milliseconds t,
@@ -38,8 +40,9 @@ public:
     }
     std::vector<acquire_reply> acquire_many(const std::vector<std::string>& n, const std::string& h,
                                             std::chrono::milliseconds t,
+                                            std::chrono::milliseconds ld,
                                             clock::time_point d) override {
-        return m_inner->acquire_many(n, h, t, d);
+        return m_inner->acquire_many(n, h, t, ld, d);
     }
     std::vector<bool> release_many(const std::vector<std::string>& n, const std::string& h,
                                    const std::vector<std::int64_t>& e,

@@ -56,8 +56,10 @@ public:
         return reply;
     }
 
+    using backend::acquire;
+    using backend::acquire_many;
     acquire_reply acquire(const std::string& n, const std::string& h, std::chrono::milliseconds t,
-                          clock::time_point d) override {
+                          std::chrono::milliseconds ld, clock::time_point d) override {
         if (stall_takeovers) {
             const auto row = m_inner->status(n);
             if (row && !row->holder.empty() && row->holder != h && !row->valid) {
@@ -66,7 +68,7 @@ public:
                 throw error{"canceling statement due to statement timeout", "57014"};
             }
         }
-        return slowly([&] { return m_inner->acquire(n, h, t, d); });
+        return slowly([&] { return m_inner->acquire(n, h, t, ld, d); });
     }
     static constexpr auto cancel_latency = std::chrono::milliseconds{10};
     std::optional<std::chrono::microseconds> renew(const std::string& n, const std::string& h,
@@ -88,6 +90,7 @@ public:
     }
     std::vector<acquire_reply> acquire_many(const std::vector<std::string>& n, const std::string& h,
                                             std::chrono::milliseconds t,
+                                            std::chrono::milliseconds ld,
                                             clock::time_point d) override {
         ++acquire_many_calls;
         acquire_batches.push_back(n.size());
@@ -102,7 +105,7 @@ public:
         }
         if (per_acquire_name > clock::duration::zero())
             m_store.advance(per_acquire_name * static_cast<long>(n.size()));
-        return slowly([&] { return m_inner->acquire_many(n, h, t, d); });
+        return slowly([&] { return m_inner->acquire_many(n, h, t, ld, d); });
     }
 
 private:

@@ -37,6 +37,7 @@ TEST(elector_config, defaults_are_the_documented_ones) {
     EXPECT_EQ(c.effective_safety_margin(), 1s);
     EXPECT_EQ(c.renew_interval(), 5s);
     EXPECT_TRUE(c.release_on_stop);
+    EXPECT_EQ(c.lock_delay, 0s);
     EXPECT_FALSE(c.identity.empty());
     EXPECT_NO_THROW(valid_config().validate());
 }
@@ -65,6 +66,7 @@ TEST(elector_config, rejects_inconsistent_settings) {
         {"jitter below one", [](auto& c) { c.jitter_factor = 0.5; }, "jitter"},
         {"zero retry period", [](auto& c) { c.retry_period = 0s; }, "positive"},
         {"negative ttl", [](auto& c) { c.ttl = -1s; }, "positive"},
+        {"negative lock delay", [](auto& c) { c.lock_delay = -1ms; }, "lock delay"},
         {"preferred successor is itself", [](auto& c) { c.preferred_successor = c.identity; },
          "preferred successor"},
         {"oversized preferred successor", [](auto& c) { c.preferred_successor.assign(256, 'x'); },
@@ -115,6 +117,11 @@ TEST(lease_options, validation) {
     o.identity = "x";
     o.ttl = 0s;
     EXPECT_THROW(o.validate(), config_error);
+    o.ttl = 2s;
+    o.lock_delay = -1ms;
+    EXPECT_THROW(o.validate(), config_error);
+    o.lock_delay = 30s; // longer than the ttl is fine (the server bounds it)
+    EXPECT_NO_THROW(o.validate());
     EXPECT_THROW(validate_lease_name(std::string{"a\0b", 3}), config_error);
 }
 

@@ -221,6 +221,32 @@ TEST(testing_double, lease_and_scoped_lease_on_the_double) {
     EXPECT_EQ(store.row("job").holder, ""); // released by the destructor
 }
 
+TEST(testing_double, a_lost_grants_lock_delay_keeps_other_holders_out) {
+    lease_store store;
+    ASSERT_TRUE(store.acquire("jobs", "a", 2s, 5s).acquired);
+    EXPECT_EQ(store.row("jobs").lock_delay, 5s);
+    store.advance(3s); // expired 1 s ago: 4 s of delay left
+    const auto refused = store.acquire("jobs", "b", 2s);
+    EXPECT_FALSE(refused.acquired);
+    EXPECT_EQ(refused.holder, "a");
+    EXPECT_EQ(refused.remaining, std::chrono::microseconds{4s});
+    store.advance(4s);
+    EXPECT_TRUE(store.acquire("jobs", "b", 2s).acquired);
+
+    // The lost grant's own holder is not kept out; a revoke starts the
+    // delay at once; a release skips it.
+    ASSERT_TRUE(store.acquire("own", "a", 2s, 5s).acquired);
+    store.advance(3s);
+    EXPECT_TRUE(store.acquire("own", "a", 2s, 5s).acquired);
+    ASSERT_TRUE(store.revoke("own"));
+    EXPECT_FALSE(store.acquire("own", "b", 2s).acquired);
+    store.advance(5s);
+    EXPECT_TRUE(store.acquire("own", "b", 2s).acquired);
+    const auto released = store.acquire("rel", "a", 2s, 5s);
+    ASSERT_TRUE(store.release("rel", "a", released.epoch));
+    EXPECT_TRUE(store.acquire("rel", "b", 2s).acquired);
+}
+
 TEST(testing_double, advance_needs_the_stores_own_clock) {
     lease_store real{system_clock()};
     EXPECT_THROW(real.advance(1s), std::logic_error);

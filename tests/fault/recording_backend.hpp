@@ -44,12 +44,14 @@ private:
     }
 
 public:
+    using pglease::backend::acquire;
     pglease::acquire_reply acquire(const std::string& name, const std::string& holder,
                                    std::chrono::milliseconds ttl,
+                                   std::chrono::milliseconds lock_delay,
                                    pglease::clock::time_point deadline) override {
         return recorded(
             entry("acq", name, holder),
-            [&] { return m_inner.acquire(name, holder, ttl, deadline); },
+            [&] { return m_inner.acquire(name, holder, ttl, lock_delay, deadline); },
             [](json& e, const pglease::acquire_reply& reply) {
                 e["r"] = reply.acquired ? "ok" : "no";
                 e["e"] = reply.epoch;

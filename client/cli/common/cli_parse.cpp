@@ -66,13 +66,18 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     app.add_flag("-q,--quiet", g.quiet, "No informational messages on stderr");
 
     // run
-    std::string run_ttl = "15s", run_kill_after, run_http, run_connect_timeout = "60s";
+    std::string run_ttl = "15s", run_kill_after, run_http, run_connect_timeout = "60s",
+                run_lock_delay = "0s";
     std::vector<std::string> run_positional;
     auto* run = app.add_subcommand(
         "run", "Run a command while holding a lease; kill it when the lease is lost");
     run->add_option("--lease", pc.run.lease, "Lease name")->required();
     run->add_option("--ttl", run_ttl, "Lease time to live (default 15s)")->check(duration_check);
     run->add_option("--identity", pc.run.identity, "Holder identity (default: host:pid:random)");
+    run->add_option("--lock-delay", run_lock_delay,
+                    "After a grant is lost without release (expired, revoked), no other "
+                    "holder gets the lease until this has passed (default 0s)")
+        ->check(duration_check);
     run->add_flag("--no-wait", pc.run.no_wait, "Exit 75 at once when the lease is held elsewhere");
     run->add_flag("--take-over", pc.run.request_handover,
                   "Rolling deploy: ask the holder (a pglease run of the same role) to stop its "
@@ -134,7 +139,8 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         ->check(CLI::NonNegativeNumber);
 
     // acquire, renew, release, revoke
-    std::string p_name, p_opt, acquire_ttl = "15s", acquire_wait = "0s", renew_ttl;
+    std::string p_name, p_opt, acquire_ttl = "15s", acquire_wait = "0s", renew_ttl,
+                               acquire_lock_delay = "0s";
     auto* acquire = app.add_subcommand(
         "acquire", "Acquire once (or wait with --wait); print the epoch; 75 when held elsewhere");
     auto* renew = app.add_subcommand("renew", "Renew a grant; 76 when it is not yours any more");
@@ -150,6 +156,11 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         sub->add_option("--epoch", pc.primitive.epoch, "Epoch of the grant (what acquire printed)")
             ->required();
     acquire->add_option("--ttl", acquire_ttl, "Time to live (default 15s)")->check(duration_check);
+    acquire
+        ->add_option("--lock-delay", acquire_lock_delay,
+                     "Recorded with the grant: if it is lost without release, no other holder "
+                     "gets the lease until this has passed (default 0s)")
+        ->check(duration_check);
     acquire
         ->add_option("--wait", acquire_wait,
                      "Wait up to this long for the lease (default 0: one try)")
@@ -226,6 +237,7 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
         if (!run_kill_after.empty())
             kill_after = duration_or_zero(run_kill_after);
         pc.run.connect_timeout = duration_or_zero(run_connect_timeout);
+        pc.run.lock_delay = duration_or_zero(run_lock_delay);
         std::string why;
         const auto timing = plan_run(duration_or_zero(run_ttl), kill_after, why);
         if (!timing)
@@ -266,6 +278,7 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
             pc.what = parsed_command::kind::acquire;
             pc.primitive.ttl = duration_or_zero(acquire_ttl);
             pc.primitive.wait = duration_or_zero(acquire_wait);
+            pc.primitive.lock_delay = duration_or_zero(acquire_lock_delay);
             if (pc.primitive.ttl.count() <= 0)
                 return usage("acquire: --ttl must be positive");
         } else if (renew->parsed()) {

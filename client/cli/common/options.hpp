@@ -39,6 +39,9 @@ struct run_args {
     /// by its floor (extension 1.4); raised before the job starts, so the job's
     /// unnamed token (PGOPTIONS) is the floor and passes (extension 1.5).
     std::vector<std::string> downstreams;
+    /// --lock-delay: recorded with each grant; a grant lost without release
+    /// keeps other holders out this long past its expiry. Default 0.
+    std::chrono::milliseconds lock_delay{0};
     run_timing timing;
     std::optional<http_endpoint> http; ///< --http: serve /healthz and /metrics
     std::vector<std::string> command;
@@ -52,6 +55,7 @@ struct primitive_args {
     std::chrono::milliseconds ttl{15000};               ///< acquire
     std::optional<std::chrono::milliseconds> ttl_given; ///< renew: NULL (keep) unless given
     std::chrono::milliseconds wait{0};                  ///< acquire --wait
+    std::chrono::milliseconds lock_delay{0};            ///< acquire --lock-delay
     bool json = false;
 };
 

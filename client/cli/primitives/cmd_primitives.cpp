@@ -47,6 +47,7 @@ int cmd_acquire(const global_options& g, const primitive_args& a) {
         pglease::lease_options o;
         o.identity = a.identity;
         o.ttl = a.ttl;
+        o.lock_delay = a.lock_delay;
         pglease::lease l{db, a.lease, o};
         const bool ok = a.wait.count() > 0 ? l.acquire_for(a.wait) : l.acquire();
         if (ok && !l.held()) // the wait itself took longer than the grant is good for

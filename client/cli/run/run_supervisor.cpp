@@ -39,6 +39,7 @@ pglease::lease_options supervisor::lease_options_for(const run_args& a) {
     o.ttl = a.timing.ttl;
     o.safety_margin = a.timing.safety_margin;
     o.retry_period = a.timing.retry;
+    o.lock_delay = a.lock_delay;
     return o;
 }
 

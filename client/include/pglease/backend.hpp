@@ -58,10 +58,22 @@ public:
     backend& operator=(const backend&) = delete;
     virtual ~backend() = default;
 
-    /// lease_acquire(name, holder, ttl): grant or extend, or report the
-    /// holder. Returns or fails by @p deadline (on the backend's clock).
+    /// lease_acquire(name, holder, ttl, lock_delay): grant or extend, or
+    /// report the holder (or, while a lost grant's lock delay runs, the
+    /// holder of that grant and when the delay ends). A new grant records
+    /// @p lock_delay (zero: lease_acquire(name, holder, ttl), which every
+    /// extension version has). Returns or fails by @p deadline (on the
+    /// backend's clock).
     virtual acquire_reply acquire(const std::string& name, const std::string& holder,
-                                  std::chrono::milliseconds ttl, clock::time_point deadline) = 0;
+                                  std::chrono::milliseconds ttl,
+                                  std::chrono::milliseconds lock_delay,
+                                  clock::time_point deadline) = 0;
+
+    /// acquire() without a lock delay.
+    acquire_reply acquire(const std::string& name, const std::string& holder,
+                          std::chrono::milliseconds ttl, clock::time_point deadline) {
+        return acquire(name, holder, ttl, std::chrono::milliseconds::zero(), deadline);
+    }
 
     /// lease_renew(name, holder, epoch, ttl): the time left after the
     /// renewal, or nullopt when the caller no longer holds that epoch.
@@ -115,15 +127,25 @@ public:
                const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
                clock::time_point deadline);
 
-    /// lease_acquire(name, holder, ttl) for each of @p names, in one round
-    /// trip (one statement, one commit) where the backend can; one reply per
-    /// name, in order. Callers pass the names sorted, so that statements
-    /// locking many rows lock them in one order (no deadlock between two
-    /// sets). Returns or fails by @p deadline. Default: acquire() per lease.
+    /// lease_acquire(name, holder, ttl, lock_delay) for each of @p names, in
+    /// one round trip (one statement, one commit) where the backend can; one
+    /// reply per name, in order. Callers pass the names sorted, so that
+    /// statements locking many rows lock them in one order (no deadlock
+    /// between two sets). Returns or fails by @p deadline. Default:
+    /// acquire() per lease.
     virtual std::vector<acquire_reply> acquire_many(const std::vector<std::string>& names,
                                                     const std::string& holder,
                                                     std::chrono::milliseconds ttl,
+                                                    std::chrono::milliseconds lock_delay,
                                                     clock::time_point deadline);
+
+    /// acquire_many() without a lock delay.
+    std::vector<acquire_reply> acquire_many(const std::vector<std::string>& names,
+                                            const std::string& holder,
+                                            std::chrono::milliseconds ttl,
+                                            clock::time_point deadline) {
+        return acquire_many(names, holder, ttl, std::chrono::milliseconds::zero(), deadline);
+    }
 
     /// lease_release(name, holder, epoch) for each lease, in one round trip
     /// where the backend can; one entry per name, in order (true: this call

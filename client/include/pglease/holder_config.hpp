@@ -49,6 +49,12 @@ struct holder_config {
     /// min(ttl / 10, 1 s).
     std::optional<std::chrono::milliseconds> safety_margin;
 
+    /// Recorded with each new grant (see lease_options::lock_delay): a
+    /// grant this holder loses without release (expired, revoked, evicted)
+    /// keeps every other holder out until lock_delay has passed since. A
+    /// release at stop skips it. Default 0 (none); >= 0.
+    std::chrono::milliseconds lock_delay{0};
+
     /// Release what is held when the holder stops (after its work
     /// returned). Default true; false leaves it to expire.
     bool release_on_stop = true;
@@ -70,7 +76,7 @@ struct holder_config {
 protected:
     /// Throws config_error unless the identity is 1..255 bytes without NUL,
     /// ttl, renew_deadline, retry_period > 0, jitter_factor >= 1, the
-    /// margin >= 0, and the rules above hold.
+    /// margin >= 0, lock_delay >= 0, and the rules above hold.
     void validate_holder() const;
 };
 

@@ -31,6 +31,13 @@ struct lease_options {
     /// min(ttl / 10, 1 s). Must be >= 0 and < ttl.
     std::optional<std::chrono::milliseconds> safety_margin;
 
+    /// Recorded with each new grant (lease_acquire's lock_delay): when this
+    /// holder loses the grant without releasing it (it expired, was revoked,
+    /// its writers were evicted), no other holder is granted the lease until
+    /// lock_delay has passed since. A release skips it. Default 0 (none);
+    /// >= 0, and the server refuses more than pg_lease.max_ttl (22023).
+    std::chrono::milliseconds lock_delay{0};
+
     /// acquire_for(): pause after a failed call (e.g. connection lost)
     /// before trying again. Default 500 ms.
     std::chrono::milliseconds retry_period{500};
@@ -43,7 +50,7 @@ struct lease_options {
     }
 
     /// Throws config_error unless: identity is 1..255 bytes, ttl > 0,
-    /// 0 <= safety margin < ttl, retry_period > 0.
+    /// 0 <= safety margin < ttl, retry_period > 0, lock_delay >= 0.
     void validate() const;
 };
 

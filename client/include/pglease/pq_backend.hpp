@@ -51,8 +51,14 @@ public:
     pq_backend(pq_backend&&) = delete;
     pq_backend& operator=(pq_backend&&) = delete;
 
+    using backend::acquire;
+    using backend::acquire_many;
+
+    /// A lock delay of zero sends the three-argument lease_acquire (every
+    /// extension version has it), else the four-argument one (1.1 and later).
     acquire_reply acquire(const std::string& name, const std::string& holder,
-                          std::chrono::milliseconds ttl, clock::time_point deadline) override;
+                          std::chrono::milliseconds ttl, std::chrono::milliseconds lock_delay,
+                          clock::time_point deadline) override;
     std::optional<std::chrono::microseconds> renew(const std::string& name,
                                                    const std::string& holder, std::int64_t epoch,
                                                    std::chrono::milliseconds ttl,
@@ -75,6 +81,7 @@ public:
     std::vector<acquire_reply> acquire_many(const std::vector<std::string>& names,
                                             const std::string& holder,
                                             std::chrono::milliseconds ttl,
+                                            std::chrono::milliseconds lock_delay,
                                             clock::time_point deadline) override;
     /// One statement over unnest(names, epochs) with lease_release; bounded
     /// by acquire_timeout and @p deadline.

@@ -28,11 +28,12 @@ backend::renew_many(const std::vector<std::string>& names, const std::string& ho
 std::vector<acquire_reply> backend::acquire_many(const std::vector<std::string>& names,
                                                  const std::string& holder,
                                                  std::chrono::milliseconds ttl,
+                                                 std::chrono::milliseconds lock_delay,
                                                  clock::time_point deadline) {
     std::vector<acquire_reply> out;
     out.reserve(names.size());
     for (const std::string& name : names)
-        out.push_back(acquire(name, holder, ttl, deadline));
+        out.push_back(acquire(name, holder, ttl, lock_delay, deadline));
     return out;
 }
 

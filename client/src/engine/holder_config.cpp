@@ -32,6 +32,8 @@ void holder_config::validate_holder() const {
         throw config_error{"ttl, renew deadline and retry period must be positive"};
     if (!(jitter_factor >= 1.0))
         throw config_error{"jitter factor must be at least 1"};
+    if (lock_delay < milliseconds::zero())
+        throw config_error{"lock delay must not be negative"};
     if (ttl <= renew_deadline)
         throw config_error{"ttl must be greater than the renew deadline"};
     const auto margin = effective_safety_margin();
@@ -50,6 +52,7 @@ lease_options holder_config::to_lease_options() const {
     o.ttl = ttl;
     o.safety_margin = effective_safety_margin();
     o.retry_period = retry_period;
+    o.lock_delay = lock_delay;
     return o;
 }
 

@@ -38,7 +38,8 @@ bool lease::acquire(clock::time_point deadline) {
     // Take the time before sending: the server starts the ttl later than
     // this, so sent + ttl can only be earlier than its expiry.
     const auto sent = m_clock.now();
-    const acquire_reply reply = m_db.acquire(m_name, m_options.identity, m_options.ttl, deadline);
+    const acquire_reply reply =
+        m_db.acquire(m_name, m_options.identity, m_options.ttl, m_options.lock_delay, deadline);
     return apply_acquire(sent, m_clock.now(), reply);
 }
 

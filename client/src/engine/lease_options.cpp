@@ -35,6 +35,8 @@ void lease_options::validate() const {
         throw config_error{"safety margin must be shorter than ttl"};
     if (retry_period <= std::chrono::milliseconds::zero())
         throw config_error{"retry period must be positive"};
+    if (lock_delay < std::chrono::milliseconds::zero())
+        throw config_error{"lock delay must not be negative"};
 }
 
 } // namespace pglease

@@ -42,9 +42,15 @@ pq_backend::pq_backend(connection_options options)
 pq_backend::~pq_backend() = default;
 
 acquire_reply pq_backend::acquire(const std::string& name, const std::string& holder,
-                                  std::chrono::milliseconds ttl, clock::time_point deadline) {
+                                  std::chrono::milliseconds ttl,
+                                  std::chrono::milliseconds lock_delay,
+                                  clock::time_point deadline) {
     return call("lease_acquire", bounded(deadline, m_options.acquire_timeout), [&] {
-        const pqxx::row row = m_session->exec1(m_sql->acquire, name, holder, interval_text(ttl));
+        const pqxx::row row =
+            lock_delay == std::chrono::milliseconds::zero()
+                ? m_session->exec1(m_sql->acquire, name, holder, interval_text(ttl))
+                : m_session->exec1(m_sql->acquire_delayed, name, holder, interval_text(ttl),
+                                   interval_text(lock_delay));
         acquire_reply reply;
         reply.acquired = row[0].as<bool>();
         reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();

@@ -61,12 +61,17 @@ pq_backend::renew_many(const std::vector<std::string>& names, const std::string&
 std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::string>& names,
                                                     const std::string& holder,
                                                     std::chrono::milliseconds ttl,
+                                                    std::chrono::milliseconds lock_delay,
                                                     clock::time_point deadline) {
     if (names.empty())
         return {};
     return call("lease_acquire_many", bounded(deadline, m_options.acquire_timeout), [&] {
-        const pqxx::result r = m_session->exec(m_sql->acquire_many, detail::text_array(names),
-                                               holder, interval_text(ttl));
+        const pqxx::result r =
+            lock_delay == std::chrono::milliseconds::zero()
+                ? m_session->exec(m_sql->acquire_many, detail::text_array(names), holder,
+                                  interval_text(ttl))
+                : m_session->exec(m_sql->acquire_many_delayed, detail::text_array(names), holder,
+                                  interval_text(ttl), interval_text(lock_delay));
         if (r.size() != names.size())
             throw error{"lease_acquire_many: " + std::to_string(r.size()) + " rows for " +
                         std::to_string(names.size()) + " leases"};

@@ -42,6 +42,8 @@ statement::statement(std::string text)
 pq_statements::pq_statements(const std::string& schema)
     : acquire{acquire_columns + qualified_name(schema, "lease_acquire") +
               "($1, $2, $3::interval) AS r"}
+    , acquire_delayed{acquire_columns + qualified_name(schema, "lease_acquire") +
+                      "($1, $2, $3::interval, $4::interval) AS r"}
     , renew{"SELECT (date_part('epoch', " + qualified_name(schema, "lease_renew") +
             "($1, $2, $3, $4::interval) - clock_timestamp()) * 1000000)::bigint"}
     , release{"SELECT " + qualified_name(schema, "lease_release") + "($1, $2, $3)"}
@@ -62,6 +64,11 @@ pq_statements::pq_statements(const std::string& schema)
                                "LATERAL "} +
                    qualified_name(schema, "lease_acquire") +
                    "(t.n, $2, $3::interval) AS r ORDER BY t.i"}
+    , acquire_many_delayed{acquire_columns +
+                           std::string{"unnest($1::text[]) WITH ORDINALITY AS t(n, i), "
+                                       "LATERAL "} +
+                           qualified_name(schema, "lease_acquire") +
+                           "(t.n, $2, $3::interval, $4::interval) AS r ORDER BY t.i"}
     , release_many{"SELECT " + qualified_name(schema, "lease_release") +
                    "(t.n, $2, t.e) FROM unnest($1::text[], $3::bigint[]) "
                    "WITH ORDINALITY AS t(n, e, i) ORDER BY t.i"}

@@ -25,6 +25,8 @@ struct pq_statements {
     explicit pq_statements(const std::string& schema);
 
     statement acquire;
+    /// acquire with a lock delay: the four-argument lease_acquire (1.1+).
+    statement acquire_delayed;
     statement renew;
     statement release;
     statement revoke;
@@ -33,6 +35,7 @@ struct pq_statements {
     statement list;
     statement renew_many;
     statement acquire_many;
+    statement acquire_many_delayed;
     statement release_many;
     statement store_id;
     /// "SELECT <schema>.lease_raise": sent with its arguments as literals,

@@ -143,7 +143,8 @@ bool lease_set_state::acquire(std::vector<lease_set_event>& events,
         return false; // renew first
     std::vector<acquire_reply> replies;
     try {
-        replies = m_db.acquire_many(names, m_config.identity, m_config.ttl, bound);
+        replies =
+            m_db.acquire_many(names, m_config.identity, m_config.ttl, m_config.lock_delay, bound);
         ++m_acquires;
     } catch (const error&) {
         // Outcome unknown: the next try (same identity) extends what was

@@ -6,6 +6,7 @@
 #include "pglease/error.hpp"
 #include "store_state.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace pglease::testing {
@@ -41,7 +42,8 @@ void store_state::notify(const std::string& name, bool is_free) {
 }
 
 std::int64_t store_state::grant(const std::string& name, const std::string& holder,
-                                std::chrono::milliseconds ttl) {
+                                std::chrono::milliseconds ttl,
+                                std::chrono::milliseconds lock_delay) {
     lease_row& r = rows[name];
     const bool extend = valid(r) && r.holder == holder;
     r.expires = clk.now() + ttl;
@@ -49,6 +51,7 @@ std::int64_t store_state::grant(const std::string& name, const std::string& hold
     if (extend)
         return r.epoch; // not a grant: no event
     r.holder = holder;
+    r.lock_delay = lock_delay;
     r.epoch = ++counter;
     notify(name);
     return r.epoch;
@@ -165,6 +168,7 @@ bool lease_store::revoke(const std::string& name) {
     if (r.holder.empty())
         return false;
     r.holder.clear();
+    r.expires = std::min(r.expires, m_state->clk.now()); // lost now: its lock delay starts
     m_state->notify(name, true);
     settle_after_change(lock);
     return true;
@@ -199,14 +203,18 @@ void lease_store::fence_check(const fence_token& token) const {
 }
 
 acquire_reply lease_store::acquire(const std::string& name, const std::string& holder,
-                                   std::chrono::milliseconds ttl) {
+                                   std::chrono::milliseconds ttl,
+                                   std::chrono::milliseconds lock_delay) {
     std::unique_lock lock{m_state->mutex};
     const lease_row& r = m_state->rows[name];
+    const auto now = m_state->clk.now();
     if (m_state->valid(r) && r.holder != holder)
+        return {false, r.epoch, r.holder, duration_cast<microseconds>(r.expires - now)};
+    if (!m_state->valid(r) && now < m_state->available_at(r, holder))
         return {false, r.epoch, r.holder,
-                duration_cast<microseconds>(r.expires - m_state->clk.now())};
+                duration_cast<microseconds>(m_state->available_at(r, holder) - now)};
     const auto before = m_state->log.size();
-    const std::int64_t epoch = m_state->grant(name, holder, ttl);
+    const std::int64_t epoch = m_state->grant(name, holder, ttl, lock_delay);
     if (m_state->log.size() != before)
         settle_after_change(lock);
     return {true, epoch, holder, ttl};
@@ -229,6 +237,8 @@ bool lease_store::release(const std::string& name, const std::string& holder, st
     if (r.holder.empty() || r.holder != holder || r.epoch != epoch)
         return false;
     r.holder.clear();
+    r.expires = std::min(r.expires, m_state->clk.now());
+    r.lock_delay = std::chrono::milliseconds::zero(); // released: nobody waits
     m_state->notify(name, true);
     settle_after_change(lock);
     return true;

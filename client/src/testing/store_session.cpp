@@ -35,9 +35,12 @@ public:
     store_session& operator=(store_session&&) = delete;
 
     acquire_reply acquire(const std::string& name, const std::string& holder,
-                          std::chrono::milliseconds ttl, clock::time_point deadline) override {
+                          std::chrono::milliseconds ttl, std::chrono::milliseconds lock_delay,
+                          clock::time_point deadline) override {
         in_time("lease_acquire", deadline);
-        return m_sql.acquire(name, holder, ttl);
+        if (lock_delay < std::chrono::milliseconds::zero())
+            throw error{"lock_delay must not be negative", "22023"};
+        return m_sql.acquire(name, holder, ttl, lock_delay);
     }
 
     std::optional<std::chrono::microseconds> renew(const std::string& name,

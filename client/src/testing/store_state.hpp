@@ -61,9 +61,20 @@ struct store_state {
     /// Logs an event on @p name (@p freed: a release or revoke) and wakes
     /// the waiters (caller holds it).
     void notify(const std::string& name, bool freed = false);
-    /// Grants @p name to @p holder (new epoch unless it holds it already).
+    /// Grants @p name to @p holder (new epoch unless it holds it already;
+    /// a new grant records @p lock_delay).
     std::int64_t grant(const std::string& name, const std::string& holder,
-                       std::chrono::milliseconds ttl);
+                       std::chrono::milliseconds ttl,
+                       std::chrono::milliseconds lock_delay = std::chrono::milliseconds::zero());
+    /// When @p holder may be granted @p r, which nobody validly holds: a
+    /// grant lost without release keeps every other holder out until its
+    /// lock delay has passed (pg_lease's rule).
+    [[nodiscard]] clock::time_point available_at(const lease_row& r,
+                                                 const std::string& holder) const noexcept {
+        if (r.lock_delay == std::chrono::milliseconds::zero() || r.holder == holder)
+            return r.expires;
+        return r.expires + r.lock_delay;
+    }
     /// Waits until every background loop that is due or busy now (it left
     /// its last wait, on a thread other than the caller's, less than
     /// busy_window ago) has entered a new wait, is gone, or has been out of

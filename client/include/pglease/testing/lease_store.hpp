@@ -31,6 +31,9 @@ struct lease_row {
     std::int64_t epoch = 0;
     clock::time_point expires{};      ///< on the store's clock
     std::chrono::milliseconds ttl{0}; ///< of the latest grant or renew
+    /// Of the latest grant: after it is lost without release, others wait
+    /// this long past its expiry (or revocation); release sets it to 0.
+    std::chrono::milliseconds lock_delay{0};
 };
 
 /// An in-memory lease store with pg_lease's semantics (SPEC section 3):
@@ -142,7 +145,12 @@ public:
     // --- the SQL functions (what sessions call; tests may call them too) --
 
     [[nodiscard]] acquire_reply acquire(const std::string& name, const std::string& holder,
-                                        std::chrono::milliseconds ttl);
+                                        std::chrono::milliseconds ttl,
+                                        std::chrono::milliseconds lock_delay);
+    [[nodiscard]] acquire_reply acquire(const std::string& name, const std::string& holder,
+                                        std::chrono::milliseconds ttl) {
+        return acquire(name, holder, ttl, std::chrono::milliseconds::zero());
+    }
     [[nodiscard]] std::optional<std::chrono::microseconds> renew(const std::string& name,
                                                                  const std::string& holder,
                                                                  std::int64_t epoch,
