@@ -33,7 +33,7 @@
 #   cli-unit[:FILTER]    the command's GoogleTest unit binary
 #   cli:NAME             tests/cli/test_NAME.sh against the built pglease
 #   clusters:NAME[:FILTER]  tests/client/NAME.sh (downstream, syncrep,
-#                        observer_restart): the two-cluster and one-cluster
+#                        server_control): the two-cluster and one-cluster
 #                        client binaries on clusters of their own (gtest
 #                        filter through GTEST_FILTER)
 #   fault:PHASE[,PHASE]  pglease_fault --profile short --only PHASE,...
@@ -161,8 +161,8 @@ cluster_binary()
 	case ${rest%%:*} in
 	downstream) echo pglease_downstream_tests ;;
 	syncrep) echo pglease_syncrep_tests ;;
-	observer_restart) echo pglease_observer_restart_test ;;
-	*) die "unknown cluster suite $1 (downstream, syncrep, observer_restart)" ;;
+	server_control) echo pglease_server_control_tests ;;
+	*) die "unknown cluster suite $1 (downstream, syncrep, server_control)" ;;
 	esac
 }
 

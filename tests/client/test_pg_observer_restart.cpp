@@ -1,7 +1,7 @@
 /// @file test_pg_observer_restart.cpp
 /// @brief pglease::observer across a server restart (pg_ctl stop -m
 /// immediate, start): the view turns stale, then the observer reconnects on
-/// its own, reads again and LISTENs again. Run by observer_restart.sh, which
+/// its own, reads again and LISTENs again. Run by server_control.sh, which
 /// gives it a throwaway cluster and the pg_ctl command to restart it.
 #include "pg_fixture.hpp"
 #include "pglease/lease.hpp"
@@ -19,7 +19,7 @@ class pg_observer_restart : public pg_test {};
 
 TEST_F(pg_observer_restart, follows_the_lease_across_a_server_restart) {
     const char* ctl = std::getenv("PGLEASE_TEST_PG_CTL");
-    ASSERT_NE(ctl, nullptr) << "run by tests/client/observer_restart.sh";
+    ASSERT_NE(ctl, nullptr) << "run by tests/client/server_control.sh";
     const std::string name = unique_name("restart");
     observer_options o;
     o.lease_name = name;

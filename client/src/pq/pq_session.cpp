@@ -4,6 +4,7 @@
 #include "pq/pq_session.hpp"
 #include "pq/connect_backoff.hpp"
 #include "pq/conninfo.hpp"
+#include "pq/session_setup.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -63,9 +64,7 @@ pq_backend::session& pq_backend::live(clock::time_point connect_by) {
                 guard.emplace(*m_watchdog, dog);
             }
             pqxx::nontransaction tx{fresh->conn};
-            // Server-side backstop only: each call is bounded on the client side.
-            const auto backstop = std::max(m_options.call_timeout, m_options.acquire_timeout);
-            tx.exec("SET statement_timeout = " + std::to_string(backstop.count()));
+            tx.exec(detail::session_setup(m_options, fresh->conn.server_version()));
             tx.commit();
         }
         m_session = std::move(fresh);
