@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Build the SQL edition (pg_lease_sql) from the one full install script.
+
+    scripts/sql_edition.py --form psql [--schema S] > pg_lease_sql.sql
+    scripts/sql_edition.py --form extension > pg_lease_sql--1.5.sql
+
+The tables, views, types, grants and comments come from
+sql/pg_lease--<current>.sql, untouched. Each function written in C there
+is replaced, in place, by the edition's definition of the same function
+from sql/sql_edition/*.sql: a statement that starts with the very line
+that starts the C one. Everything else in those files (the edition's own
+helpers) goes just before the first replaced function. A C function
+without a replacement, or a replacement without its C function, is an
+error: the two editions keep one contract.
+
+--form psql: a script a database owner runs with psql -f (no superuser):
+the schema (default public) is fixed when the script is built, and the
+calls that only an extension script may make (pg_extension_config_dump)
+are left out. --form extension: the install script of CREATE EXTENSION
+pg_lease_sql (a trusted extension with no module; pg_tle on RDS).
+"""
+import argparse
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOLLAR = re.compile(r"\$[A-Za-z_0-9]*\$")
+
+
+def statements(lines):
+    """Split SQL lines into statements (leading comments attached), aware
+    of dollar quotes: a statement ends at a line ending in ';' outside them."""
+    out, current, quote = [], [], None
+    for line in lines:
+        current.append(line)
+        for tag in DOLLAR.findall(line):
+            if quote is None:
+                quote = tag
+            elif tag == quote:
+                quote = None
+        if quote is None and line.rstrip().endswith(";"):
+            out.append(current)
+            current = []
+    if any(l.strip() for l in current):
+        out.append(current)
+    return out
+
+
+def first_code_line(stmt):
+    for line in stmt:
+        if line.strip() and not line.lstrip().startswith("--"):
+            return line.rstrip("\n")
+    return ""
+
+
+def is_c_function(stmt):
+    head = first_code_line(stmt)
+    return head.startswith("CREATE FUNCTION ") and any(
+        re.search(r"\bLANGUAGE C\b", l) for l in stmt)
+
+
+def current_script():
+    scripts = []
+    for p in (ROOT / "sql").glob("pg_lease--*.sql"):
+        m = re.fullmatch(r"pg_lease--(\d+)\.(\d+)\.sql", p.name)
+        if m:
+            scripts.append(((int(m.group(1)), int(m.group(2))), p))
+    if not scripts:
+        sys.exit("sql_edition: no full install script sql/pg_lease--X.Y.sql")
+    return max(scripts)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--form", choices=["psql", "extension"], required=True)
+    ap.add_argument("--schema", default="public")
+    args = ap.parse_args()
+    version, shared = current_script()
+
+    # Without the extension script's guard against psql -f.
+    shared_stmts = statements([l for l in shared.read_text().splitlines(keepends=True)
+                               if not l.startswith("\\echo")])
+    c_heads = {first_code_line(s) for s in shared_stmts if is_c_function(s)}
+
+    # The edition's statements: replacements of C functions, and helpers.
+    replacements, helpers = {}, []
+    for path in sorted((ROOT / "sql" / "sql_edition").glob("*.sql")):
+        for stmt in statements(path.read_text().splitlines(keepends=True)):
+            head = first_code_line(stmt)
+            if head in c_heads:
+                if head in replacements:
+                    sys.exit(f"sql_edition: {path.name}: {head} is defined twice")
+                replacements[head] = stmt
+            else:
+                helpers.append(stmt)
+
+    # The shared script, each C function replaced in place (its leading
+    # comments, which describe the C code, go with it).
+    body, inserted = [], False
+    for stmt in shared_stmts:
+        if not is_c_function(stmt):
+            body.extend(stmt)
+            continue
+        head = first_code_line(stmt)
+        if head not in replacements:
+            sys.exit(f"sql_edition: no SQL edition of the C function: {head}")
+        if not inserted:
+            for helper in helpers:
+                body.extend(helper)
+            inserted = True
+        body.extend(replacements[head])
+
+    text = "".join(body)
+    if re.search(r"\bLANGUAGE C\b|MODULE_PATHNAME", text):
+        sys.exit("sql_edition: C left in the SQL edition")
+    name = f"pg_lease_sql {version[0]}.{version[1]}"
+    if args.form == "extension":
+        header = (f"-- {name}: the SQL edition of pg_lease (no C), built by scripts/sql_edition.py\n"
+                  f"-- from {shared.relative_to(ROOT)} and sql/sql_edition/*.sql.\n"
+                  '\\echo Use "CREATE EXTENSION pg_lease_sql" to load this file. \\quit\n\n')
+        sys.stdout.write(header + text)
+        return
+    schema = '"' + args.schema.replace('"', '""') + '"'
+    text = "".join(l for l in text.splitlines(keepends=True)
+                   if "pg_extension_config_dump" not in l)
+    text = text.replace("@extschema@", schema)
+    header = (f"-- {name}: the SQL edition of pg_lease (no C), for psql -f by the\n"
+              f"-- database's owner, into schema {schema}. Built by scripts/sql_edition.py\n"
+              f"-- from {shared.relative_to(ROOT)} and sql/sql_edition/*.sql.\n"
+              "\\set ON_ERROR_STOP on\n"
+              "BEGIN;\n"
+              + (f"CREATE SCHEMA IF NOT EXISTS {schema};\n" if args.schema != "public" else "")
+              + f"SET LOCAL search_path = {schema}, pg_catalog;\n\n")
+    sys.stdout.write(header + text + "\nCOMMIT;\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+-- The fence, as extension/fence.c checks it: a write's token (declared
+-- with lease_use, listed in pg_lease.epoch, or the row's epoch column)
+-- share-locks its grant's fence lock until the transaction ends, then the
+-- lease row is read: the write passes only under the current, held,
+-- unexpired epoch. The state of a transaction (tokens declared, grants
+-- locked) lives in transaction-local settings, which a savepoint rolled
+-- back undoes together with the advisory locks it took.
+
+-- Whether transaction id x (a row's xmax) committed: the 32-bit id is
+-- widened against the current snapshot, as it is recent.
+CREATE FUNCTION @extschema@.lease_sql_committed(x xid)
+	RETURNS boolean
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $committed$
+DECLARE
+	upper bigint := pg_snapshot_xmax(pg_current_snapshot())::text::bigint;
+	low bigint := x::text::bigint;
+	wide bigint;
+BEGIN
+	IF low = 0 THEN
+		RETURN false;
+	END IF;
+	wide := (upper & ~4294967295::bigint) | low;
+	IF wide > upper THEN
+		wide := wide - 4294967296;
+	END IF;
+	RETURN coalesce(pg_xact_status(wide::text::xid8) = 'committed', true);
+END
+$committed$;
+
+-- The newest committed lease row, once the fence lock is held. Under
+-- READ COMMITTED each statement reads it. Under REPEATABLE READ or
+-- SERIALIZABLE the transaction's snapshot may predate a change: when the
+-- version it sees was replaced by a committed one, the write is refused
+-- with 40001 (retry the transaction), never passed.
+CREATE FUNCTION @extschema@.lease_sql_fence_row(lease text, OUT held boolean, OUT epoch bigint,
+												OUT expires_at timestamptz, OUT found boolean)
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $fence_row$
+DECLARE
+	replaced xid;
+BEGIN
+	SELECT l.holder IS NOT NULL, l.epoch, l.expires_at, l.xmax
+	  INTO held, epoch, expires_at, replaced
+	  FROM @extschema@.leases l WHERE l.name = lease;
+	found := FOUND;
+	IF found AND current_setting('transaction_isolation') <> 'read committed'
+	   AND @extschema@.lease_sql_committed(replaced) THEN
+		RAISE EXCEPTION 'could not serialize access due to a concurrent change of lease "%"', lease
+			USING ERRCODE = '40001',
+				  DETAIL = 'The lease changed after this transaction''s snapshot was taken.',
+				  HINT = 'Retry the transaction.';
+	END IF;
+END
+$fence_row$;
+
+-- Share-lock the fence lock of (lease, epoch) once per transaction.
+CREATE FUNCTION @extschema@.lease_sql_fence_hold(lease text, epoch bigint)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $fence_hold$
+DECLARE
+	locked jsonb := coalesce(nullif(current_setting('pg_lease_sql.locked', true), ''), '{}')::jsonb;
+BEGIN
+	IF (locked -> lease) @> to_jsonb(epoch) THEN
+		RETURN;
+	END IF;
+	PERFORM pg_advisory_xact_lock_shared(19539, @extschema@.lease_sql_fence_key(epoch));
+	PERFORM set_config('pg_lease_sql.locked',
+		jsonb_set(locked, ARRAY[lease], coalesce(locked -> lease, '[]') || to_jsonb(epoch))::text, true);
+END
+$fence_hold$;
+
+-- The epochs listed in pg_lease.epoch (empty: none).
+CREATE FUNCTION @extschema@.lease_sql_setting_epochs()
+	RETURNS bigint[]
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $setting_epochs$
+DECLARE
+	raw text := coalesce(current_setting('pg_lease.epoch', true), '');
+BEGIN
+	IF raw ~ '^\s*$' THEN
+		RETURN '{}';
+	ELSIF raw !~ '^\s*[0-9]+\s*(,\s*[0-9]+\s*)*$' THEN
+		RAISE EXCEPTION 'invalid value for parameter "pg_lease.epoch": "%"', raw
+			USING ERRCODE = '22023',
+				  DETAIL = 'pg_lease.epoch must be a comma-separated list of positive epochs.';
+	END IF;
+	RETURN regexp_split_to_array(trim(raw), '\s*,\s*')::bigint[];
+EXCEPTION WHEN numeric_value_out_of_range THEN
+	RAISE EXCEPTION 'invalid value for parameter "pg_lease.epoch": "%"', raw
+		USING ERRCODE = '22023',
+			  DETAIL = 'pg_lease.epoch must be a comma-separated list of positive epochs.';
+END
+$setting_epochs$;
+
+CREATE FUNCTION @extschema@.lease_use(name text, epoch bigint)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $use$
+DECLARE
+	declared jsonb := coalesce(nullif(current_setting('pg_lease_sql.declared', true), ''), '{}')::jsonb;
+	current_epoch bigint;
+BEGIN
+	name := @extschema@.lease_sql_label(name, 'lease name');
+	epoch := @extschema@.lease_sql_epoch_arg(epoch);
+	IF epoch <= 0 THEN
+		RAISE EXCEPTION 'epoch must be positive' USING ERRCODE = '22023';
+	END IF;
+	PERFORM set_config('pg_lease_sql.declared', jsonb_set(declared, ARRAY[name], to_jsonb(epoch))::text, true);
+	-- A fenced transaction from here on: the grant's fence lock at once when
+	-- the token is this database's grant of the lease (else at the first
+	-- write: a token of another store's lease takes only its floor's lock).
+	SELECT l.epoch INTO current_epoch FROM @extschema@.leases l WHERE l.name = lease_use.name;
+	IF current_epoch = epoch THEN
+		PERFORM @extschema@.lease_sql_fence_hold(name, epoch);
+	END IF;
+END
+$use$;
+
+CREATE FUNCTION @extschema@.lease_fence_trigger()
+	RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $fence_trigger$
+DECLARE
+	lease text;
+	col text;
+	source text;	-- declared, setting, row
+	token bigint;
+	store text;
+	listed bigint[];
+BEGIN
+	IF TG_WHEN <> 'BEFORE' OR (TG_LEVEL <> 'ROW' AND TG_OP <> 'TRUNCATE') THEN
+		RAISE EXCEPTION 'lease_fence_trigger() must fire BEFORE, for each row or on TRUNCATE'
+			USING ERRCODE = '39P01', HINT = 'Install fences with lease_fence().';
+	ELSIF TG_NARGS NOT IN (2, 3) THEN
+		RAISE EXCEPTION 'fence trigger "%" on "%" must have two or three arguments', TG_NAME, TG_TABLE_NAME
+			USING ERRCODE = '39P01', HINT = 'Install fences with lease_fence().';
+	END IF;
+	lease := TG_ARGV[0];
+	col := TG_ARGV[1];
+	store := TG_ARGV[2];	-- a downstream fence: a lease of another database
+
+	-- 1. A token the transaction declared: lease_use, or pg_lease.epoch
+	--    (from a list, the lease's current epoch, else the largest listed).
+	token := (nullif(current_setting('pg_lease_sql.declared', true), '')::jsonb ->> lease)::bigint;
+	IF token IS NOT NULL THEN
+		source := 'declared';
+	ELSE
+		listed := @extschema@.lease_sql_setting_epochs();
+		IF cardinality(listed) > 0 THEN
+			source := 'setting';
+			token := listed[1];
+		END IF;
+		IF cardinality(listed) > 1 AND store IS NULL THEN
+			SELECT l.epoch INTO token FROM @extschema@.leases l WHERE l.name = lease;
+			IF token IS NULL OR NOT token = ANY (listed) THEN
+				SELECT max(e) INTO token FROM unnest(listed) e;
+			END IF;
+		END IF;
+	END IF;
+	-- 2, 3. The row's epoch column: on INSERT, and on UPDATE when the
+	-- statement changes it (a stale writer that leaves it alone must not
+	-- pass on the epoch the current leader wrote earlier).
+	IF source IS NULL AND TG_OP IN ('INSERT', 'UPDATE') THEN
+		token := (to_jsonb(NEW) ->> col)::bigint;
+		IF TG_OP = 'UPDATE' AND token IS NOT DISTINCT FROM (to_jsonb(OLD) ->> col)::bigint THEN
+			token := NULL;
+		END IF;
+		IF token IS NOT NULL THEN
+			source := 'row';
+		END IF;
+	END IF;
+	IF source IS NULL THEN
+		RAISE EXCEPTION 'write to fenced table "%" carries no fencing token for lease "%"', TG_TABLE_NAME, lease
+			USING ERRCODE = 'LS003',
+				  DETAIL = format('The table is fenced by lease "%s".', lease),
+				  HINT = format('Call lease_use(''%s'', <epoch>) in the transaction, set pg_lease.epoch, or write the epoch into column "%s".', lease, col);
+	END IF;
+
+	IF store IS NOT NULL THEN
+		-- Downstream: only a token named for the lease moves the floor.
+		token := @extschema@.lease_sql_floor_check(store, lease, TG_TABLE_NAME, source = 'declared',
+			CASE WHEN source = 'setting' THEN listed ELSE ARRAY[token] END);
+	ELSE
+		token := @extschema@.lease_sql_fence_check(lease, TG_TABLE_NAME, source, token, listed);
+	END IF;
+
+	IF TG_OP = 'TRUNCATE' THEN
+		RETURN NULL;
+	ELSIF TG_OP = 'DELETE' THEN
+		RETURN OLD;
+	ELSIF source <> 'row' AND (to_jsonb(NEW) ->> col)::bigint IS DISTINCT FROM token THEN
+		-- a declared token goes into the row, so the table records who wrote it
+		NEW := jsonb_populate_record(NEW, jsonb_build_object(col, token));
+	END IF;
+	RETURN NEW;
+END
+$fence_trigger$;
+
+-- The local check: the grant's fence lock, then the newest row; the write
+-- passes only under the current, held, unexpired epoch. Returns the token
+-- that passed.
+CREATE FUNCTION @extschema@.lease_sql_fence_check(lease text, tbl text, source text, token bigint,
+												  listed bigint[])
+	RETURNS bigint
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $fence_check$
+DECLARE
+	r record;
+BEGIN
+	-- The grant's fence lock, then the newest row. With a list, the grant
+	-- may change between choosing and locking: if the new one is listed
+	-- too, lock that one instead (epochs only grow, so this ends).
+	LOOP
+		PERFORM @extschema@.lease_sql_fence_hold(lease, token);
+		r := @extschema@.lease_sql_fence_row(lease);
+		EXIT WHEN source <> 'setting' OR NOT r.found OR r.epoch <= token OR NOT r.epoch = ANY (listed);
+		token := r.epoch;
+	END LOOP;
+
+	IF NOT r.found THEN
+		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" does not exist', tbl, lease
+			USING ERRCODE = 'LS002', DETAIL = format('The write carries epoch %s.', token);
+	ELSIF token < r.epoch THEN
+		RAISE EXCEPTION 'fenced write to "%" rejected: epoch % of lease "%" is stale', tbl, token, lease
+			USING ERRCODE = 'LS001',
+				  DETAIL = format('The current epoch is %s; a newer grant replaced the writer''s.', r.epoch),
+				  HINT = 'The writer no longer leads: it must stop and acquire the lease again.';
+	ELSIF token <> r.epoch THEN
+		RAISE EXCEPTION 'fenced write to "%" rejected: epoch % was never granted for lease "%"', tbl, token, lease
+			USING ERRCODE = 'LS001', DETAIL = format('The current epoch is %s.', r.epoch);
+	ELSIF NOT r.held THEN
+		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" is not held', tbl, lease
+			USING ERRCODE = 'LS002',
+				  DETAIL = format('Epoch %s is the latest grant, but it was released or revoked.', token);
+	ELSIF clock_timestamp() >= r.expires_at THEN
+		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" expired', tbl, lease
+			USING ERRCODE = 'LS002',
+				  DETAIL = format('Epoch %s is the latest grant, but it expired at %s.', token, r.expires_at);
+	END IF;
+	RETURN token;
+END
+$fence_check$;

@@ -1,0 +1,176 @@
+-- Downstream floors (extension/fence_floors.c, fence_downstream.c): per
+-- (lease store, lease name) the highest epoch this database has seen. A
+-- writer share-locks its token's floor lock (two-key advisory locks of
+-- first key 19526, the second a 32-bit fold of the C edition's hash of
+-- store, name and epoch), then reads the newest committed floor; a raise
+-- from floor F takes F's lock exclusively before it commits, ending the
+-- writers of F after pg_lease.takeover_timeout. Raises of one floor meet
+-- at its row (FOR UPDATE), which READ COMMITTED reads at its newest.
+
+CREATE FUNCTION @extschema@.lease_sql_floor_key(store text, name text, epoch bigint)
+	RETURNS integer
+	LANGUAGE sql IMMUTABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $floor_key$
+	SELECT @extschema@.lease_sql_fence_key(
+		hashtextextended(name COLLATE "C", hashtextextended(store COLLATE "C", epoch)))
+$floor_key$;
+
+CREATE FUNCTION @extschema@.lease_store_id()
+	RETURNS text
+	LANGUAGE plpgsql STABLE STRICT
+	SET search_path = pg_catalog, pg_temp
+	AS $store_id$
+DECLARE
+	setting text := @extschema@.lease_sql_setting('pg_lease.store_id');
+	system bigint;
+BEGIN
+	IF setting IS NOT NULL AND setting <> '' THEN
+		RETURN setting;
+	END IF;
+	system := @extschema@.lease_sql_system();
+	IF system = 0 THEN
+		RAISE EXCEPTION 'this database''s identity as a lease store is unknown'
+			USING ERRCODE = '55000',
+				  DETAIL = 'The role may not read pg_control_system().',
+				  HINT = 'Set it: INSERT INTO lease_sql_settings VALUES (''pg_lease.store_id'', ''...'').';
+	END IF;
+	-- as the C edition prints it: the system identifier unsigned
+	RETURN CASE WHEN system < 0 THEN (system::numeric + 18446744073709551616)::text
+				ELSE system::text END || '/' || current_database();
+END
+$store_id$;
+
+-- Raise the floor of (store, name) to epoch in this transaction, as the
+-- floors table's owner, after the fenced transactions of the old floor
+-- have ended; the floor afterwards (epoch, or a higher one left alone).
+CREATE FUNCTION @extschema@.lease_sql_floor_raise(store text, name text, epoch bigint)
+	RETURNS bigint
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $floor_raise$
+DECLARE
+	old bigint;
+BEGIN
+	PERFORM @extschema@.lease_sql_durable();
+	LOOP
+		SELECT f.epoch INTO old FROM @extschema@.lease_floor_rows f
+		 WHERE f.store = lease_sql_floor_raise.store AND f.name = lease_sql_floor_raise.name
+		   FOR UPDATE;
+		IF FOUND THEN
+			IF old >= epoch THEN
+				RETURN old;
+			END IF;
+			UPDATE @extschema@.lease_floor_rows f SET epoch = lease_sql_floor_raise.epoch,
+				   raised_at = clock_timestamp()
+			 WHERE f.store = lease_sql_floor_raise.store AND f.name = lease_sql_floor_raise.name;
+			PERFORM @extschema@.lease_sql_lock_exclusive(19526,
+				@extschema@.lease_sql_floor_key(store, name, old), name, NULL, old, clock_timestamp());
+			RETURN epoch;
+		END IF;
+		INSERT INTO @extschema@.lease_floor_rows AS f (store, name, epoch, raised_at)
+		VALUES (store, name, epoch, clock_timestamp())
+		ON CONFLICT ON CONSTRAINT lease_floor_rows_pkey DO NOTHING;
+		IF FOUND THEN
+			RETURN epoch;	-- no floor before: no writer of a lower token passed
+		END IF;
+	END LOOP;
+END
+$floor_raise$;
+REVOKE EXECUTE ON FUNCTION @extschema@.lease_sql_floor_raise(text, text, bigint) FROM PUBLIC;
+
+-- Share-lock the floor lock of token epoch, then the newest committed
+-- floor (0: none); under REPEATABLE READ a floor replaced after the
+-- snapshot refuses the write with 40001, as the local fence does.
+CREATE FUNCTION @extschema@.lease_sql_floor_hold(store text, name text, epoch bigint)
+	RETURNS bigint
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $floor_hold$
+DECLARE
+	floor bigint;
+	replaced xid;
+BEGIN
+	PERFORM pg_advisory_xact_lock_shared(19526, @extschema@.lease_sql_floor_key(store, name, epoch));
+	SELECT f.epoch, f.xmax INTO floor, replaced FROM @extschema@.lease_floor_rows f
+	 WHERE f.store = lease_sql_floor_hold.store AND f.name = lease_sql_floor_hold.name;
+	IF FOUND AND current_setting('transaction_isolation') <> 'read committed'
+	   AND @extschema@.lease_sql_committed(replaced) THEN
+		RAISE EXCEPTION 'could not serialize access due to a concurrent raise of the floor of lease "%"', name
+			USING ERRCODE = '40001', HINT = 'Retry the transaction.';
+	END IF;
+	RETURN coalesce(floor, 0);
+END
+$floor_hold$;
+
+-- The downstream check of a write to a table fenced by (store, lease):
+-- named tokens (lease_use) pass at or above the floor and raise it; unnamed
+-- ones (pg_lease.epoch, the row) pass only when equal to it (SPEC 1.5).
+-- Returns the token that passed.
+CREATE FUNCTION @extschema@.lease_sql_floor_check(store text, lease text, tbl text, named boolean,
+												  tokens bigint[])
+	RETURNS bigint
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $floor_check$
+DECLARE
+	floor bigint;
+	candidate bigint;
+	highest bigint;
+BEGIN
+	IF named THEN
+		floor := @extschema@.lease_sql_floor_hold(store, lease, tokens[1]);
+		IF floor < tokens[1] THEN
+			floor := @extschema@.lease_sql_floor_raise(store, lease, tokens[1]);
+		END IF;
+		IF floor > tokens[1] THEN
+			RAISE EXCEPTION 'fenced write to "%" rejected: epoch % of lease "%" is below its floor', tbl, tokens[1], lease
+				USING ERRCODE = 'LS001',
+					  DETAIL = format('The floor of lease "%s" of store "%s" is %s; a newer grant replaced the writer''s.', lease, store, floor),
+					  HINT = 'The writer no longer leads: it must stop and acquire the lease again.';
+		END IF;
+		RETURN tokens[1];
+	END IF;
+	SELECT coalesce(max(f.epoch), 0) INTO floor FROM @extschema@.lease_floor_rows f
+	 WHERE f.store = lease_sql_floor_check.store AND f.name = lease;
+	candidate := CASE WHEN cardinality(tokens) = 1 THEN tokens[1] ELSE floor END;
+	WHILE candidate > 0 AND candidate = ANY (tokens) LOOP
+		floor := @extschema@.lease_sql_floor_hold(store, lease, candidate);
+		IF floor = candidate THEN
+			RETURN candidate;
+		END IF;
+		candidate := floor;
+	END LOOP;
+	SELECT max(t) INTO highest FROM unnest(tokens) t;
+	IF highest < floor THEN
+		RAISE EXCEPTION 'fenced write to "%" rejected: epoch % of lease "%" is below its floor', tbl, highest, lease
+			USING ERRCODE = 'LS001',
+				  DETAIL = format('The floor of lease "%s" of store "%s" is %s; a newer grant replaced the writer''s.', lease, store, floor),
+				  HINT = 'The writer no longer leads: it must stop and acquire the lease again.';
+	END IF;
+	RAISE EXCEPTION 'write to fenced table "%" carries no token known to be of lease "%"', tbl, lease
+		USING ERRCODE = 'LS003',
+			  DETAIL = format('Epoch %s is not the floor (%s) of lease "%s" of store "%s", and a token not named for the lease never moves its floor: it may be another lease''s.', highest, floor, lease, store),
+			  HINT = format('Raise the floor first with lease_raise(), or call lease_use(''%s'', <epoch>) in the transaction.', lease);
+END
+$floor_check$;
+
+CREATE FUNCTION @extschema@.lease_raise(store text, name text, epoch bigint)
+	RETURNS boolean
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $raise$
+BEGIN
+	store := @extschema@.lease_sql_label(store, 'lease store');
+	name := @extschema@.lease_sql_label(name, 'lease name');
+	epoch := @extschema@.lease_sql_epoch_arg(epoch);
+	IF epoch <= 0 THEN
+		RAISE EXCEPTION 'epoch must be positive' USING ERRCODE = '22023';
+	ELSIF store = @extschema@.lease_store_id() THEN
+		RAISE EXCEPTION 'lease store "%" is this database', store
+			USING ERRCODE = '22023',
+				  DETAIL = 'Floors fence the leases of other databases; this database''s own leases are fenced by their current epoch.';
+	END IF;
+	RETURN @extschema@.lease_sql_floor_raise(store, name, epoch) = epoch;
+END
+$raise$;

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The SQL edition (pg_lease_sql, no C) as a managed service's customer gets
+# it: a cluster with no pg_lease library loaded, a database owner who is no
+# superuser installing scripts/sql_edition.py's psql script, and the
+# guarantee checked as that owner and an application role: epochs that only
+# grow, the fence's refusals (LS001, LS002, LS003), a REPEATABLE READ writer
+# whose snapshot predates a change of holder refused, a takeover behind a
+# stalled writer within ttl + 1.5 s (evicted and recorded), lock delay,
+# handover, and epochs above every restored one after a dump and restore
+# into a new database. Timing bounds are generous; every wait is bounded.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../harness/pg_cluster.sh"
+source "$here/lib.sh"
+
+pg_cluster_start sql_edition
+work=$PG_CLUSTER_ROOT
+q "CREATE ROLE app_owner LOGIN" >/dev/null
+q "CREATE ROLE app_user LOGIN" >/dev/null
+q "CREATE DATABASE app OWNER app_owner" >/dev/null
+python3 "$here/../../scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
+
+export PGDATABASE=app PGUSER=app_owner
+check "the database owner (no superuser) installs the SQL edition with psql -f" \
+	psql -X -q -v ON_ERROR_STOP=1 -f "$work/pg_lease_sql.sql"
+check "no pg_lease library is loaded and no function is written in C" \
+	test "$(q "SELECT count(*) FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+		WHERE p.pronamespace = 'public'::regnamespace AND l.lanname = 'c'")/$(PGUSER=postgres q "SHOW shared_preload_libraries")" = "0/"
+check "the owner is no superuser" test "$(q "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")" = f
+q "CREATE TABLE jobs (id int PRIMARY KEY, note text, epoch bigint)" >/dev/null
+q "SELECT lease_fence('jobs', 'tk')" >/dev/null
+q "GRANT SELECT, INSERT, UPDATE ON jobs TO app_user" >/dev/null
+q "INSERT INTO lease_sql_settings VALUES ('pg_lease.takeover_timeout', '500ms')" >/dev/null
+# Ending a stalled writer of another role needs pg_signal_backend (docs/sql.md).
+PGUSER=postgres q "GRANT pg_signal_backend TO app_owner" >/dev/null
+
+# sqlstate SQL: the SQLSTATE the statement fails with (as app_user), or "ok".
+sqlstate()
+{
+	local out
+	out=$(PGUSER=${AS:-app_user} psql -X -q -A -t -v ON_ERROR_STOP=1 -c "\\set VERBOSITY sqlstate" \
+		-c "$1" 2>&1 >/dev/null || true)
+	out=$(sed -n 's/^ERROR: *//p' <<<"$out" | head -1)
+	echo "${out:-ok}"
+}
+as_user() { PGUSER=app_user q "$1"; }
+
+# --- 1. grants ---------------------------------------------------------------
+e1=$(as_user "SELECT epoch FROM lease_acquire('tk', 'a', '30s')")
+check "a refused acquire names the holder" test "$(as_user "SELECT acquired::text || holder FROM lease_acquire('tk', 'b', '30s')")" = falsea
+check "the holder acquiring again keeps its epoch" test "$(as_user "SELECT epoch FROM lease_acquire('tk', 'a', '30s')")" = "$e1"
+check "renew keeps the epoch" test "$(as_user "SELECT lease_renew('tk', 'a', $e1) IS NOT NULL")" = t
+check "another role may not renew it (42501)" test "$(AS=app_owner sqlstate "SELECT lease_renew('tk', 'a', $e1)")" = 42501
+check "renewing a wrong epoch returns null" test "$(as_user "SELECT lease_renew('tk', 'a', $e1 + 1) IS NULL")" = t
+check "bad input: empty name (22023), null holder (22004), ttl above max (22023)" \
+	test "$(sqlstate "SELECT lease_acquire('', 'a', '1s')")/$(sqlstate "SELECT lease_acquire('x', NULL, '1s')")/$(sqlstate "SELECT lease_acquire('x', 'a', '2 days')")" = 22023/22004/22023
+
+# --- 2. the fence ------------------------------------------------------------
+check "a write without a token is refused (LS003)" test "$(sqlstate "INSERT INTO jobs VALUES (1, 'none')")" = LS003
+check "a write with the epoch column passes" test "$(sqlstate "INSERT INTO jobs VALUES (2, 'row', $e1)")" = ok
+check "a write with lease_use passes and stamps the epoch" \
+	test "$(sqlstate "BEGIN; SELECT lease_use('tk', $e1); INSERT INTO jobs (id, note) VALUES (3, 'use'); COMMIT;")/$(q "SELECT epoch FROM jobs WHERE id = 3")" = "ok/$e1"
+r=$(PGOPTIONS="-c pg_lease.epoch=$e1" sqlstate "INSERT INTO jobs (id, note) VALUES (4, 'setting')")
+check "a write with pg_lease.epoch (PGOPTIONS) passes ($r)" test "$r" = ok
+check "an UPDATE that leaves the epoch column alone carries no token (LS003)" \
+	test "$(sqlstate "UPDATE jobs SET note = 'stale?' WHERE id = 2")" = LS003
+check "a token never granted is refused (LS001)" test "$(sqlstate "INSERT INTO jobs VALUES (5, 'x', $e1 + 1000)")" = LS001
+as_user "SELECT lease_release('tk', 'a', $e1)" >/dev/null
+check "the released grant's token is refused (LS002)" test "$(sqlstate "INSERT INTO jobs VALUES (6, 'x', $e1)")" = LS002
+e2=$(as_user "SELECT epoch FROM lease_acquire('tk', 'b', '1s')")
+check "the next grant has a larger epoch" test "$e2" -gt "$e1"
+check "the old token is stale (LS001)" test "$(sqlstate "INSERT INTO jobs VALUES (7, 'x', $e1)")" = LS001
+sleep 1.2
+check "an expired grant's token is refused (LS002)" test "$(sqlstate "INSERT INTO jobs VALUES (8, 'x', $e2)")" = LS002
+
+# --- 3. REPEATABLE READ: a snapshot that predates a change of holder -------
+e3=$(as_user "SELECT epoch FROM lease_acquire('tk', 'c', '1s')")
+PGUSER=app_user psql -X -q -A -t >"$work/rr.out" 2>&1 <<SQL &
+\set VERBOSITY sqlstate
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) FROM jobs;
+SELECT pg_sleep(2.5);
+INSERT INTO jobs VALUES (9, 'rr', $e3);
+COMMIT;
+SQL
+rr=$!
+sleep 1.3
+e4=$(as_user "SELECT epoch FROM lease_acquire('tk', 'd', '5s')")
+wait "$rr" || true
+check "the takeover happened while the REPEATABLE READ writer was open" test "$e4" -gt "$e3"
+check "that writer is refused, never passed ($(grep ERROR "$work/rr.out" | head -1))" \
+	test "$(q "SELECT count(*) FROM jobs WHERE id = 9")" = 0
+
+# --- 4. takeover behind a stalled writer -------------------------------------
+as_user "SELECT lease_revoke('tk')" >/dev/null 2>&1 || q "SELECT lease_revoke('tk')" >/dev/null
+read -r e5 granted_at < <(as_user "SELECT epoch, extract(epoch FROM clock_timestamp()) FROM lease_acquire('tk', 'stalled', '2s')" | tr '|' ' ')
+PGUSER=app_user psql -X -q -A -t >"$work/stall.out" 2>&1 <<SQL &
+\o $work/stall.pid
+SELECT pg_backend_pid();
+\o
+BEGIN;
+SELECT lease_use('tk', $e5);
+INSERT INTO jobs (id, note) VALUES (10, 'stalled');
+\! sleep 5
+COMMIT;
+SQL
+stalled=$!
+for _ in $(seq 50); do [ -s "$work/stall.pid" ] && break; sleep 0.1; done
+sleep 0.5
+taken=""
+for _ in $(seq 100); do
+	taken=$(as_user "SELECT epoch FROM lease_acquire('tk', 'taker', '5s') WHERE acquired")
+	[ -n "$taken" ] && break
+	sleep 0.05
+done
+taken_at=$(q "SELECT extract(epoch FROM time) FROM lease_events WHERE name = 'tk' AND event = 'takeover' AND epoch = ${taken:-0}")
+wait "$stalled" || true
+check "another holder is granted the lease behind the stalled writer" test -n "$taken"
+check "within ttl + 1.5 s of the stalled grant" \
+	python3 -c "import sys; sys.exit(0 if ${taken_at:-1e12} - $granted_at <= 3.5 else 1)"
+check "the stalled transaction never committed" test "$(q "SELECT count(*) FROM jobs WHERE id = 10")" = 0
+check "the eviction is recorded with the old holder, epoch and pid" \
+	test "$(q "SELECT count(*) FROM lease_events WHERE event = 'evict' AND holder = 'stalled' AND epoch = $e5 AND pid = $(head -1 "$work/stall.pid")")" = 1
+
+# --- 5. lock delay and handover ----------------------------------------------
+as_user "SELECT lease_acquire('ld', 'a', '1s', '3s')" >/dev/null
+sleep 1.2
+check "a lost grant's lock delay keeps others out" test "$(as_user "SELECT acquired FROM lease_acquire('ld', 'b', '1s')")" = f
+check "but not its own holder" test "$(as_user "SELECT acquired FROM lease_acquire('ld', 'a', '1s')")" = t
+e6=$(as_user "SELECT epoch FROM lease_acquire('ho', 'a', '5s')")
+e7=$(as_user "SELECT lease_handover('ho', 'a', $e6, 'b')")
+check "handover grants the successor a larger epoch" test "${e7:-0}" -gt "$e6"
+check "to the successor" test "$(q "SELECT holder FROM leases WHERE name = 'ho'")" = b
+
+# --- 6. dump and restore into a new database: epochs never go back ---------
+high=$(q "SELECT max(epoch) FROM lease_events")
+PGUSER=postgres q "CREATE DATABASE app2 OWNER app_owner" >/dev/null
+pg_dump -Fc -d app -f "$work/app.dump"
+check "the dump restores into a new database as its owner" \
+	pg_restore -d app2 --no-owner "$work/app.dump"
+e8=$(PGDATABASE=app2 PGUSER=app_user q "SELECT epoch FROM lease_acquire('after-restore', 'a', '5s')")
+check "the first grant after the restore succeeds, above every restored epoch ($e8 > $high)" test "${e8:-0}" -gt "$high"
+
+finish
