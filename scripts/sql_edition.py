@@ -8,7 +8,9 @@ The tables, views, types, grants and comments come from
 sql/pg_lease--<current>.sql, untouched. Each function written in C there
 is replaced, in place, by the edition's definition of the same function
 from sql/sql_edition/*.sql: a statement that starts with the very line
-that starts the C one. Everything else in those files (the edition's own
+that starts the C one, followed by its body from its LANGUAGE line on (the
+signature is taken from the full script, so it is written once).
+Everything else in those files (the edition's own
 helpers) goes just before the first replaced function. A C function
 without a replacement, or a replacement without its C function, is an
 error: the two editions keep one contract.
@@ -52,6 +54,21 @@ def first_code_line(stmt):
         if line.strip() and not line.lstrip().startswith("--"):
             return line.rstrip("\n")
     return ""
+
+
+def splice(c_stmt, twin):
+    """The C function's signature (its lines before AS 'MODULE_PATHNAME':
+    written once, in the full script) and the twin's body (from its first
+    LANGUAGE line: the twin names the function by its first line only)."""
+    sig_end = next(i for i, l in enumerate(c_stmt) if re.match(r"\s*AS 'MODULE_PATHNAME'", l))
+    start = next((i for i, l in enumerate(c_stmt) if l.strip() and
+                  not l.lstrip().startswith("--")), 0)
+    body_at = next((i for i, l in enumerate(twin) if re.match(r"\s*LANGUAGE ", l)), None)
+    if body_at is None:
+        sys.exit(f"sql_edition: the twin of {first_code_line(twin)} has no LANGUAGE line")
+    lead = [l for l in twin[:next(i for i, l in enumerate(twin) if l.strip() and
+                                 not l.lstrip().startswith("--"))]]
+    return lead + c_stmt[start:sig_end] + twin[body_at:]
 
 
 def is_c_function(stmt):
@@ -109,7 +126,7 @@ def main():
             for helper in helpers:
                 body.extend(helper)
             inserted = True
-        body.extend(replacements[head])
+        body.extend(splice(stmt, replacements[head]))
 
     text = "".join(body)
     if re.search(r"\bLANGUAGE C\b|MODULE_PATHNAME", text):

@@ -3,6 +3,11 @@
 -- fence lock's key space, the history and NOTIFY, and epoch allocation.
 -- Internal: named lease_sql_*, EXECUTE revoked from PUBLIC where a direct
 -- call could do harm. Every function pins its search_path.
+--
+-- A twin of a C function (in 50_ to 80_) starts with the very first line
+-- of that function in sql/pg_lease--<current>.sql and goes on with its
+-- LANGUAGE line: the rest of its signature (RETURNS, OUT parameters) is
+-- taken from the full script, so the contract is written once.
 
 -- The settings an administrator chooses (PGC_SUSET in the C edition):
 -- pg_lease.max_ttl, takeover_timeout, max_leases_per_role,

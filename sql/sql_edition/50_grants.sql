@@ -20,6 +20,29 @@ BEGIN
 END
 $check_role$;
 
+-- Whether holder is kept out of lease l, which it does not validly hold:
+-- someone else holds it, or a lost grant's lock delay runs (a release set
+-- it to 0; its own holder is never kept out). The refusal, or null.
+CREATE FUNCTION @extschema@.lease_sql_refusal(l @extschema@.leases, holder text, now timestamptz)
+	RETURNS @extschema@.lease_grant
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $refusal$
+DECLARE
+	available timestamptz;
+BEGIN
+	IF l.holder IS NOT NULL AND now < l.expires_at THEN
+		RETURN (false, l.epoch, l.holder, l.expires_at);
+	END IF;
+	available := l.expires_at + CASE WHEN l.holder IS NOT DISTINCT FROM holder
+									 THEN interval '0' ELSE l.lock_delay END;
+	IF now < available THEN
+		RETURN (false, l.epoch, l.holder, available);
+	END IF;
+	RETURN NULL;
+END
+$refusal$;
+
 -- Grant the lease, whose row is locked FOR UPDATE and whose ending grant's
 -- fence lock is held, to holder with a new epoch; record event.
 CREATE FUNCTION @extschema@.lease_sql_grant_new_epoch(name text, old_holder text, holder text,
@@ -78,7 +101,7 @@ DECLARE
 	delay_us bigint;
 	l @extschema@.leases;
 	now timestamptz;
-	available timestamptz;
+	refused @extschema@.lease_grant;
 	mine boolean;
 	granted record;
 	quota bigint := @extschema@.lease_sql_setting_ms('pg_lease.max_leases_per_role', 10000);
@@ -97,13 +120,9 @@ BEGIN
 			now := clock_timestamp();
 			mine := l.holder IS NOT NULL AND now < l.expires_at AND l.holder = holder;
 			IF NOT mine THEN
-				IF l.holder IS NOT NULL AND now < l.expires_at THEN
-					RETURN (false, l.epoch, l.holder, l.expires_at);
-				END IF;
-				available := l.expires_at + CASE WHEN l.holder IS NOT DISTINCT FROM holder
-												 THEN interval '0' ELSE l.lock_delay END;
-				IF now < available THEN
-					RETURN (false, l.epoch, l.holder, available);
+				refused := @extschema@.lease_sql_refusal(l, holder, now);
+				IF refused.acquired IS NOT NULL THEN  -- (a row with a null holder is not "IS NOT NULL")
+					RETURN refused;
 				END IF;
 				SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_sql_acquire.name FOR UPDATE;
 			ELSE
@@ -123,13 +142,9 @@ BEGIN
 				RETURN (true, l.epoch, holder, now + ttl_us * interval '1 microsecond');
 			END IF;
 			-- 2. Someone else holds it, or its lock delay runs: no change.
-			IF l.holder IS NOT NULL AND now < l.expires_at THEN
-				RETURN (false, l.epoch, l.holder, l.expires_at);
-			END IF;
-			available := l.expires_at + CASE WHEN l.holder IS NOT DISTINCT FROM holder
-											 THEN interval '0' ELSE l.lock_delay END;
-			IF now < available THEN
-				RETURN (false, l.epoch, l.holder, available);
+			refused := @extschema@.lease_sql_refusal(l, holder, now);
+			IF refused.acquired IS NOT NULL THEN  -- (a row with a null holder is not "IS NOT NULL")
+				RETURN refused;
 			END IF;
 			-- 3. Free or expired: the old grant's writers end first, then a
 			--    new grant with a new epoch (the row lock is still needed
@@ -173,7 +188,6 @@ $acquire$;
 REVOKE EXECUTE ON FUNCTION @extschema@.lease_sql_acquire(text, text, interval, interval) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.lease_acquire(name text, holder text, ttl interval)
-	RETURNS @extschema@.lease_grant
 	LANGUAGE sql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $acquire3$
@@ -181,7 +195,6 @@ CREATE FUNCTION @extschema@.lease_acquire(name text, holder text, ttl interval)
 $acquire3$;
 
 CREATE FUNCTION @extschema@.lease_acquire(name text, holder text, ttl interval, lock_delay interval)
-	RETURNS @extschema@.lease_grant
 	LANGUAGE sql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $acquire4$
@@ -189,7 +202,6 @@ CREATE FUNCTION @extschema@.lease_acquire(name text, holder text, ttl interval, 
 $acquire4$;
 
 CREATE FUNCTION @extschema@.lease_renew(name text, holder text, epoch bigint, ttl interval DEFAULT NULL)
-	RETURNS timestamptz
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $renew$
@@ -226,7 +238,6 @@ END
 $renew$;
 
 CREATE FUNCTION @extschema@.lease_release(name text, holder text, epoch bigint)
-	RETURNS boolean
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $release$
@@ -252,7 +263,6 @@ END
 $release$;
 
 CREATE FUNCTION @extschema@.lease_handover(name text, holder text, epoch bigint, successor text)
-	RETURNS bigint
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $handover$
@@ -284,7 +294,6 @@ END
 $handover$;
 
 CREATE FUNCTION @extschema@.lease_revoke(name text)
-	RETURNS boolean
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $revoke$
@@ -307,7 +316,6 @@ END
 $revoke$;
 
 CREATE FUNCTION @extschema@.lease_end_grant_writers(name text, holder text, epoch bigint, expires_at timestamptz)
-	RETURNS void
 	LANGUAGE plpgsql VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS $end_grant_writers$

@@ -99,7 +99,6 @@ END
 $setting_epochs$;
 
 CREATE FUNCTION @extschema@.lease_use(name text, epoch bigint)
-	RETURNS void
 	LANGUAGE plpgsql VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS $use$
@@ -124,7 +123,6 @@ END
 $use$;
 
 CREATE FUNCTION @extschema@.lease_fence_trigger()
-	RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 	AS $fence_trigger$

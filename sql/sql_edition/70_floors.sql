@@ -17,7 +17,6 @@ CREATE FUNCTION @extschema@.lease_sql_floor_key(store text, name text, epoch big
 $floor_key$;
 
 CREATE FUNCTION @extschema@.lease_store_id()
-	RETURNS text
 	LANGUAGE plpgsql STABLE STRICT
 	SET search_path = pg_catalog, pg_temp
 	AS $store_id$
@@ -156,7 +155,6 @@ END
 $floor_check$;
 
 CREATE FUNCTION @extschema@.lease_raise(store text, name text, epoch bigint)
-	RETURNS boolean
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $raise$

@@ -12,11 +12,6 @@ REVOKE ALL ON @extschema@.lease_sql_counters_reset FROM PUBLIC;
 GRANT SELECT ON @extschema@.lease_sql_counters_reset TO PUBLIC;
 
 CREATE FUNCTION @extschema@.lease_counters_snapshot(
-	OUT name text, OUT grants bigint, OUT renewals bigint, OUT releases bigint,
-	OUT revocations bigint, OUT handovers bigint, OUT evictions bigint,
-	OUT rejected_stale bigint, OUT rejected_not_held bigint, OUT rejected_no_token bigint,
-	OUT since timestamptz)
-	RETURNS SETOF record
 	LANGUAGE sql STABLE STRICT
 	SET search_path = pg_catalog, pg_temp
 	AS $counters$
@@ -38,7 +33,6 @@ CREATE FUNCTION @extschema@.lease_counters_snapshot(
 $counters$;
 
 CREATE FUNCTION @extschema@.lease_counters_reset()
-	RETURNS void
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $counters_reset$

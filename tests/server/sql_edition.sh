@@ -127,6 +127,9 @@ as_user "SELECT lease_acquire('ld', 'a', '1s', '3s')" >/dev/null
 sleep 1.2
 check "a lost grant's lock delay keeps others out" test "$(as_user "SELECT acquired FROM lease_acquire('ld', 'b', '1s')")" = f
 check "but not its own holder" test "$(as_user "SELECT acquired FROM lease_acquire('ld', 'a', '1s')")" = t
+as_user "SELECT lease_acquire('rv', 'a', '5s', '3s')" >/dev/null
+q "SELECT lease_revoke('rv')" >/dev/null
+check "a revoked grant keeps its lock delay" test "$(as_user "SELECT acquired FROM lease_acquire('rv', 'b', '1s')")" = f
 e6=$(as_user "SELECT epoch FROM lease_acquire('ho', 'a', '5s')")
 e7=$(as_user "SELECT lease_handover('ho', 'a', $e6, 'b')")
 check "handover grants the successor a larger epoch" test "${e7:-0}" -gt "$e6"
