@@ -43,6 +43,39 @@ BEGIN
 END
 $refusal$;
 
+-- The row of lease name locked (FOR UPDATE when change, else FOR NO KEY
+-- UPDATE) if (holder, epoch) is its grant of record, expired or not; else
+-- null. Another grant is refused, and another role's grant of record
+-- raises 42501, before any lock is taken: a caller with the wrong epoch
+-- cannot stall the holder's renewals by keeping its transaction open.
+CREATE FUNCTION @extschema@.lease_sql_grant_of_record(name text, holder text, epoch bigint,
+													  change boolean)
+	RETURNS @extschema@.leases
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $grant_of_record$
+DECLARE
+	l @extschema@.leases;
+BEGIN
+	SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_sql_grant_of_record.name;
+	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch THEN
+		RETURN NULL;
+	END IF;
+	PERFORM @extschema@.lease_sql_check_role(name, l.owner_role);
+	IF change THEN
+		SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_sql_grant_of_record.name
+		   FOR UPDATE;
+	ELSE
+		SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_sql_grant_of_record.name
+		   FOR NO KEY UPDATE;
+	END IF;
+	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch THEN
+		RETURN NULL;
+	END IF;
+	RETURN l;
+END
+$grant_of_record$;
+
 -- Grant the lease, whose row is locked FOR UPDATE and whose ending grant's
 -- fence lock is held, to holder with a new epoch; record event.
 CREATE FUNCTION @extschema@.lease_sql_grant_new_epoch(name text, old_holder text, holder text,
@@ -215,15 +248,10 @@ BEGIN
 	epoch := @extschema@.lease_sql_epoch_arg(epoch);
 	ttl_us := CASE WHEN ttl IS NULL THEN 0 ELSE @extschema@.lease_sql_interval_us(ttl, 'ttl', false) END;
 	PERFORM @extschema@.lease_sql_durable();
-	SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_renew.name;
-	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch THEN
-		RETURN NULL;
-	END IF;
-	PERFORM @extschema@.lease_sql_check_role(name, l.owner_role);
 	-- expiry as of now, with the row locked: never revive a lease
-	SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_renew.name FOR NO KEY UPDATE;
+	l := @extschema@.lease_sql_grant_of_record(name, holder, epoch, false);
 	now := clock_timestamp();
-	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch OR now >= l.expires_at THEN
+	IF l.name IS NULL OR now >= l.expires_at THEN
 		RETURN NULL;
 	END IF;
 	IF ttl_us = 0 THEN
@@ -248,13 +276,8 @@ BEGIN
 	holder := @extschema@.lease_sql_label(holder, 'holder');
 	epoch := @extschema@.lease_sql_epoch_arg(epoch);
 	PERFORM @extschema@.lease_sql_durable();
-	SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_release.name;
-	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch THEN
-		RETURN false;
-	END IF;
-	PERFORM @extschema@.lease_sql_check_role(name, l.owner_role);
-	SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_release.name FOR UPDATE;
-	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch THEN
+	l := @extschema@.lease_sql_grant_of_record(name, holder, epoch, true);
+	IF l.name IS NULL THEN
 		RETURN false;
 	END IF;
 	PERFORM @extschema@.lease_sql_free(l, 'released');
@@ -275,14 +298,8 @@ BEGIN
 	epoch := @extschema@.lease_sql_epoch_arg(epoch);
 	successor := @extschema@.lease_sql_label(successor, 'successor');
 	PERFORM @extschema@.lease_sql_durable();
-	SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_handover.name;
-	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch THEN
-		RETURN NULL;
-	END IF;
-	PERFORM @extschema@.lease_sql_check_role(name, l.owner_role);
-	SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_handover.name FOR UPDATE;
-	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch
-	   OR clock_timestamp() >= l.expires_at THEN
+	l := @extschema@.lease_sql_grant_of_record(name, holder, epoch, true);
+	IF l.name IS NULL OR clock_timestamp() >= l.expires_at THEN
 		RETURN NULL;
 	END IF;
 	PERFORM @extschema@.lease_sql_lock_for_change(name, l.holder, l.epoch, l.expires_at);

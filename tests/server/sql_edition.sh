@@ -70,24 +70,32 @@ check "the released grant's token is refused (LS002)" test "$(sqlstate "INSERT I
 e2=$(as_user "SELECT epoch FROM lease_acquire('tk', 'b', '1s')")
 check "the next grant has a larger epoch" test "$e2" -gt "$e1"
 check "the old token is stale (LS001)" test "$(sqlstate "INSERT INTO jobs VALUES (7, 'x', $e1)")" = LS001
+check "and the message says so, naming the current epoch" \
+	grep -q "epoch $e1 of lease \"tk\" is stale" <<<"$(PGUSER=app_user psql -X -c "INSERT INTO jobs VALUES (7, 'x', $e1)" 2>&1 || true)"
 sleep 1.2
 check "an expired grant's token is refused (LS002)" test "$(sqlstate "INSERT INTO jobs VALUES (8, 'x', $e2)")" = LS002
 
 # --- 3. REPEATABLE READ: a snapshot that predates a change of holder -------
-e3=$(as_user "SELECT epoch FROM lease_acquire('tk', 'c', '1s')")
+# The grant the writer's snapshot shows is held and unexpired: only the
+# newest row says it was released and granted again.
+e3=$(as_user "SELECT epoch FROM lease_acquire('tk', 'c', '30s')")
 PGUSER=app_user psql -X -q -A -t >"$work/rr.out" 2>&1 <<SQL &
 \set VERBOSITY sqlstate
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT count(*) FROM jobs;
-SELECT pg_sleep(2.5);
+SELECT pg_sleep(3);
 INSERT INTO jobs VALUES (9, 'rr', $e3);
 COMMIT;
 SQL
 rr=$!
-sleep 1.3
+for _ in $(seq 100); do  # its snapshot is taken once it sleeps
+	[ "$(PGUSER=postgres q "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3);' AND state = 'active'")" = 1 ] && break
+	sleep 0.05
+done
+as_user "SELECT lease_release('tk', 'c', $e3)" >/dev/null
 e4=$(as_user "SELECT epoch FROM lease_acquire('tk', 'd', '5s')")
 wait "$rr" || true
-check "the takeover happened while the REPEATABLE READ writer was open" test "$e4" -gt "$e3"
+check "the change of holder committed while the REPEATABLE READ writer was open" test "$e4" -gt "$e3"
 check "that writer is refused, never passed ($(grep ERROR "$work/rr.out" | head -1))" \
 	test "$(q "SELECT count(*) FROM jobs WHERE id = 9")" = 0
 
