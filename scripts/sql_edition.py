@@ -141,7 +141,7 @@ def main():
     schema = '"' + args.schema.replace('"', '""') + '"'
     text = "".join(l for l in text.splitlines(keepends=True)
                    if "pg_extension_config_dump" not in l)
-    text = text.replace("@extschema@", schema)
+    text = text.replace("@extschema@", schema).replace("@extowner@", "CURRENT_USER")
     header = (f"-- {name}: the SQL edition of pg_lease (no C), for psql -f by the\n"
               f"-- database's owner, into schema {schema}. Built by scripts/sql_edition.py\n"
               f"-- from {shared.relative_to(ROOT)} and sql/sql_edition/*.sql.\n"

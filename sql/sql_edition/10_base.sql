@@ -27,6 +27,10 @@ COMMENT ON TABLE @extschema@.lease_sql_settings IS
 	'the SQL edition''s pg_lease.* settings for this database (the C edition''s superuser settings); owner only';
 REVOKE ALL ON @extschema@.lease_sql_settings FROM PUBLIC;
 GRANT SELECT ON @extschema@.lease_sql_settings TO PUBLIC;
+-- Under CREATE EXTENSION (trusted) the objects belong to the bootstrap
+-- superuser: the role that created the extension still sets them.
+GRANT INSERT, UPDATE, DELETE ON @extschema@.lease_sql_settings TO @extowner@;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.lease_sql_settings', '');
 
 CREATE FUNCTION @extschema@.lease_sql_setting(setting text)
 	RETURNS text

@@ -8,6 +8,7 @@ CREATE TABLE @extschema@.lease_sql_counters_reset (
 	one			boolean PRIMARY KEY DEFAULT true CHECK (one),
 	reset_at	timestamptz NOT NULL
 );
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.lease_sql_counters_reset', '');
 REVOKE ALL ON @extschema@.lease_sql_counters_reset FROM PUBLIC;
 GRANT SELECT ON @extschema@.lease_sql_counters_reset TO PUBLIC;
 

@@ -152,4 +152,17 @@ check "the dump restores into a new database as its owner" \
 e8=$(PGDATABASE=app2 PGUSER=app_user q "SELECT epoch FROM lease_acquire('after-restore', 'a', '5s')")
 check "the first grant after the restore succeeds, above every restored epoch ($e8 > $high)" test "${e8:-0}" -gt "$high"
 
+# --- 7. CREATE EXTENSION pg_lease_sql (trusted), by the owner -------------
+PGUSER=postgres q "CREATE DATABASE app3 OWNER app_owner" >/dev/null
+check "the database owner creates the trusted extension pg_lease_sql" \
+	env PGDATABASE=app3 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_lease_sql"
+check "and sets its settings" \
+	env PGDATABASE=app3 psql -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO lease_sql_settings VALUES ('pg_lease.max_ttl', '1min')"
+check "which bind every role (a ttl above them: 22023)" \
+	test "$(PGDATABASE=app3 sqlstate "SELECT lease_acquire('x', 'a', '2min')")" = 22023
+e9=$(PGDATABASE=app3 as_user "SELECT epoch FROM lease_acquire('x', 'a', '30s')")
+PGDATABASE=app3 q "CREATE TABLE t (id int, epoch bigint); SELECT lease_fence('t', 'x'); GRANT INSERT ON t TO app_user" >/dev/null
+check "its fence passes the current epoch and refuses no token" \
+	test "$(PGDATABASE=app3 sqlstate "INSERT INTO t VALUES (1, $e9)")/$(PGDATABASE=app3 sqlstate "INSERT INTO t VALUES (2, NULL)")" = ok/LS003
+
 finish
