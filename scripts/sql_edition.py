@@ -3,6 +3,7 @@
 
     scripts/sql_edition.py --form psql [--schema S] > pg_lease_sql.sql
     scripts/sql_edition.py --form extension > pg_lease_sql--1.5.sql
+    scripts/sql_edition.py --form pg_tle > pg_lease_sql_tle.sql
 
 The tables, views, types, grants and comments come from
 sql/pg_lease--<current>.sql, untouched. Each function written in C there
@@ -19,7 +20,8 @@ error: the two editions keep one contract.
 the schema (default public) is fixed when the script is built, and the
 calls that only an extension script may make (pg_extension_config_dump)
 are left out. --form extension: the install script of CREATE EXTENSION
-pg_lease_sql (a trusted extension with no module; pg_tle on RDS).
+pg_lease_sql (a trusted extension with no module). --form pg_tle: the
+same script inside pgtle.install_extension(), for Amazon RDS and Aurora.
 """
 import argparse
 import pathlib
@@ -90,7 +92,7 @@ def current_script():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--form", choices=["psql", "extension"], required=True)
+    ap.add_argument("--form", choices=["psql", "extension", "pg_tle"], required=True)
     ap.add_argument("--schema", default="public")
     args = ap.parse_args()
     version, shared = current_script()
@@ -132,6 +134,19 @@ def main():
     if re.search(r"\bLANGUAGE C\b|MODULE_PATHNAME", text):
         sys.exit("sql_edition: C left in the SQL edition")
     name = f"pg_lease_sql {version[0]}.{version[1]}"
+    if args.form == "pg_tle":
+        # Amazon RDS and Aurora: the extension script registered with
+        # pg_tle, then CREATE EXTENSION pg_lease_sql (not tried here).
+        if "$_pgtle_$" in text:
+            sys.exit("sql_edition: the script contains pg_tle's quote $_pgtle_$")
+        sys.stdout.write(
+            f"-- {name}: the SQL edition of pg_lease, registered with pg_tle; then\n"
+            "-- CREATE EXTENSION pg_lease_sql. Built by scripts/sql_edition.py.\n"
+            "SELECT pgtle.install_extension('pg_lease_sql', "
+            f"'{version[0]}.{version[1]}', "
+            "'leases with fencing tokens, in SQL and PL/pgSQL: the SQL edition of pg_lease', "
+            "$_pgtle_$\n" + text + "$_pgtle_$);\n")
+        return
     if args.form == "extension":
         header = (f"-- {name}: the SQL edition of pg_lease (no C), built by scripts/sql_edition.py\n"
                   f"-- from {shared.relative_to(ROOT)} and sql/sql_edition/*.sql.\n"
