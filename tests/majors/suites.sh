@@ -57,4 +57,6 @@ bash tests/server/upgrade.sh
 	step "C++ client integration suite"
 	"$integration" --gtest_brief=1
 )
+step "SQL edition (no C), installed by a database owner"
+bash tests/server/sql_edition.sh
 step "done"

@@ -144,13 +144,25 @@ check "handover grants the successor a larger epoch" test "${e7:-0}" -gt "$e6"
 check "to the successor" test "$(q "SELECT holder FROM leases WHERE name = 'ho'")" = b
 
 # --- 6. dump and restore into a new database: epochs never go back ---------
-high=$(q "SELECT max(epoch) FROM lease_events")
-PGUSER=postgres q "CREATE DATABASE app2 OWNER app_owner" >/dev/null
-pg_dump -Fc -d app -f "$work/app.dump"
-check "the dump restores into a new database as its owner" \
-	pg_restore -d app2 --no-owner "$work/app.dump"
-e8=$(PGDATABASE=app2 PGUSER=app_user q "SELECT epoch FROM lease_acquire('after-restore', 'a', '5s')")
-check "the first grant after the restore succeeds, above every restored epoch ($e8 > $high)" test "${e8:-0}" -gt "$high"
+# pg_dump must be at least the server's major: the server's own, or the
+# system's when that is new enough (the other majors' servers here come
+# without one: then this part runs on 15 only, and says so).
+server_major=$(q "SHOW server_version_num" | cut -c1-2)
+dump=""
+for d in "${PG_BIN:-}/pg_dump" "$(command -v pg_dump || true)"; do
+	[ -x "$d" ] && [ "$("$d" --version | sed 's/[^0-9]*\([0-9]*\).*/\1/')" -ge "$server_major" ] && { dump=$d; break; }
+done
+if [ -n "$dump" ]; then
+	high=$(q "SELECT max(epoch) FROM lease_events")
+	PGUSER=postgres q "CREATE DATABASE app2 OWNER app_owner" >/dev/null
+	"$dump" -Fc -d app -f "$work/app.dump"
+	check "the dump restores into a new database as its owner" \
+		"$(dirname "$dump")/pg_restore" -d app2 --no-owner "$work/app.dump"
+	e8=$(PGDATABASE=app2 PGUSER=app_user q "SELECT epoch FROM lease_acquire('after-restore', 'a', '5s')")
+	check "the first grant after the restore succeeds, above every restored epoch ($e8 > $high)" test "${e8:-0}" -gt "$high"
+else
+	echo "# dump and restore: no pg_dump for PostgreSQL $server_major here (run on 15 by the test command)"
+fi
 
 # --- 7. CREATE EXTENSION pg_lease_sql (trusted), by the owner -------------
 PGUSER=postgres q "CREATE DATABASE app3 OWNER app_owner" >/dev/null
