@@ -173,9 +173,12 @@ build_client()
 	local -a targets=("$@")
 	[ ${#targets[@]} -gt 0 ] || targets=("${CLIENT_TARGETS[@]}")
 	[ ${#targets[@]} -gt 0 ] || return 0
-	if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+	# configured once per run: a kept build tree may predate targets that
+	# the copied CMakeLists.txt files now define
+	if [ ! -f "$BUILD/CMakeCache.txt" ] || [ -z "${CLIENT_CONFIGURED:-}" ]; then
 		cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$SCRATCH/client-build.log" 2>&1 ||
 			{ cat "$SCRATCH/client-build.log" >&2; return 1; }
+		CLIENT_CONFIGURED=1
 	fi
 	cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}" >>"$SCRATCH/client-build.log" 2>&1 ||
 		{ tail -50 "$SCRATCH/client-build.log" >&2; return 1; }
