@@ -45,8 +45,13 @@ void pg_test::SetUp() {
                << e.what();
     }
     pqxx::nontransaction tx{*m_admin};
-    const auto r = tx.exec("SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'");
-    ASSERT_EQ(r.size(), 1U) << "CREATE EXTENSION pg_lease has not been run in this database";
+    // Either edition: the C extension, or the SQL edition (as an extension,
+    // or installed with psql -f: its settings table is then on the path).
+    const auto r =
+        tx.exec("SELECT 1 FROM pg_extension WHERE extname IN ('pg_lease', 'pg_lease_sql') "
+                "UNION ALL SELECT 1 WHERE to_regclass('lease_sql_settings') IS NOT NULL");
+    ASSERT_GE(r.size(), 1U) << "neither CREATE EXTENSION pg_lease nor the SQL edition "
+                               "(pg_lease_sql) has been installed in this database";
 }
 
 pg_test::status pg_test::lease_status(const std::string& name) {

@@ -285,8 +285,8 @@ TEST_F(pg_lease, unreachable_server_is_connection_lost_and_fast) {
 TEST_F(pg_lease, schema_qualified_calls_work) {
     pqxx::nontransaction tx{admin()};
     const auto schema =
-        tx.exec("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = "
-                "e.extnamespace WHERE e.extname = 'pg_lease'")[0][0]
+        tx.exec1("SELECT n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                 "WHERE p.proname = 'lease_acquire' LIMIT 1")[0]
             .as<std::string>();
     connection_options o = env_options();
     o.schema = schema;
