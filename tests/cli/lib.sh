@@ -5,7 +5,8 @@ set -euo pipefail
 
 : "${PGLEASE:?PGLEASE must name the pglease binary}"
 : "${PGPORT:?PG* variables must name a running server with pg_lease}"
-psql -X -q -A -t -c "SELECT 1 FROM pg_extension WHERE extname = 'pg_lease'" | grep -q 1 ||
+psql -X -q -A -t -c "SELECT 1 FROM pg_extension WHERE extname IN ('pg_lease', 'pg_lease_sql')
+	UNION ALL SELECT 1 WHERE to_regclass('lease_sql_settings') IS NOT NULL" | grep -q 1 ||
 	{ echo "FAIL: no pg_lease extension on the server of PGHOST=${PGHOST:-} PGPORT=$PGPORT" >&2; exit 1; }
 
 TMP=$(mktemp -d /tmp/pglease_cli_test.XXXXXX)

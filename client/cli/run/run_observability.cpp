@@ -84,7 +84,8 @@ struct run_observability::state {
         }
     }
 
-    /// Counters exist only with pg_lease preloaded: without, no series.
+    /// Counters exist only with pg_lease preloaded (and the SQL edition has
+    /// none for rejections): without, no series.
     void read_rejections(pqxx::nontransaction& tx) {
         try {
             const auto r = tx.exec_params(
@@ -93,6 +94,8 @@ struct run_observability::state {
                 lease.name());
             const char* codes[] = {"LS001", "LS002", "LS003"};
             for (int i = 0; i < 3; ++i) {
+                if (!r.empty() && r[0][i].is_null())
+                    continue; // the SQL edition cannot count rejections: no series
                 auto& c = rejections.Add({{"lease", lease.name()}, {"sqlstate", codes[i]}});
                 const double now = r.empty() ? 0.0 : r[0][i].as<double>();
                 if (now > c.Value())
