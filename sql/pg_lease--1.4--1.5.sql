@@ -43,11 +43,13 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.lease_events_id_seq', ''
 -- named; a writer of another token shows with name and epoch null.
 CREATE OR REPLACE VIEW @extschema@.lease_writers AS
 	WITH locks AS (
-		SELECT p.pid, p.granted, p.objsubid,
+		SELECT p.pid, p.granted, p.objsubid, p.classid, p.objid::bigint AS low,
 			   ((p.classid::bigint OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) p.objid::bigint) AS key
 		  FROM pg_catalog.pg_locks p
 		 WHERE p.locktype OPERATOR(pg_catalog.=) 'advisory'
-		   AND p.objsubid OPERATOR(pg_catalog.=) ANY ('{19539,19526}'::integer[])
+		   AND (p.objsubid OPERATOR(pg_catalog.=) ANY ('{19539,19526}'::integer[])
+				OR (p.objsubid OPERATOR(pg_catalog.=) 2
+					AND p.classid OPERATOR(pg_catalog.=) ANY ('{19539,19526}'::oid[])))
 		   AND p.mode OPERATOR(pg_catalog.=) 'ShareLock'
 		   AND p.database OPERATOR(pg_catalog.=)
 			   (SELECT d.oid FROM pg_catalog.pg_database d
@@ -64,7 +66,30 @@ CREATE OR REPLACE VIEW @extschema@.lease_writers AS
 		ON pg_catalog.hashtextextended(f.name COLLATE "C",
 			   pg_catalog.hashtextextended(f.store COLLATE "C", f.epoch)) OPERATOR(pg_catalog.=) k.key
 	  LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) k.pid
-	 WHERE k.objsubid OPERATOR(pg_catalog.=) 19526;
+	 WHERE k.objsubid OPERATOR(pg_catalog.=) 19526
+	-- The SQL edition's locks (sql.md, "The SQL edition"): two-key advisory
+	-- locks of first key 19539 (fence) or 19526 (floor), the second the
+	-- epoch (or the floor's hash) folded to 32 bits: the epoch shown is the
+	-- current grant's (or floor's) that folds alike, null when none does.
+	UNION ALL
+	SELECT l.name, k.pid, l.epoch, k.granted, a.xact_start, NULL::text
+	  FROM locks k
+	  LEFT JOIN @extschema@.leases l
+		ON ((l.epoch OPERATOR(pg_catalog.#) (l.epoch OPERATOR(pg_catalog.>>) 32))
+			OPERATOR(pg_catalog.&) 4294967295) OPERATOR(pg_catalog.=) k.low
+	  LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) k.pid
+	 WHERE k.objsubid OPERATOR(pg_catalog.=) 2 AND k.classid OPERATOR(pg_catalog.=) 19539::oid
+	UNION ALL
+	SELECT f.name, k.pid, f.epoch, k.granted, a.xact_start, f.store
+	  FROM locks k
+	  LEFT JOIN (SELECT r.store, r.name, r.epoch,
+					pg_catalog.hashtextextended(r.name COLLATE "C",
+						pg_catalog.hashtextextended(r.store COLLATE "C", r.epoch)) AS h
+			  FROM @extschema@.lease_floor_rows r) f
+		ON ((f.h OPERATOR(pg_catalog.#) (f.h OPERATOR(pg_catalog.>>) 32))
+			OPERATOR(pg_catalog.&) 4294967295) OPERATOR(pg_catalog.=) k.low
+	  LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) k.pid
+	 WHERE k.objsubid OPERATOR(pg_catalog.=) 2 AND k.classid OPERATOR(pg_catalog.=) 19526::oid;
 COMMENT ON VIEW @extschema@.lease_writers IS
 	'one row per backend holding (granted) or waiting for a fence lock: the lease, the epoch of the grant (or floor), the transaction''s start, and for a downstream floor its store';
 

@@ -115,6 +115,8 @@ SQL
 stalled=$!
 for _ in $(seq 50); do [ -s "$work/stall.pid" ] && break; sleep 0.1; done
 sleep 0.5
+check "lease_writers shows the stalled writer under its lease and epoch" \
+	test "$(q "SELECT count(*) FROM lease_writers WHERE name = 'tk' AND epoch = $e5 AND granted AND pid = $(head -1 "$work/stall.pid")")" = 1
 taken=""
 for _ in $(seq 100); do
 	taken=$(as_user "SELECT epoch FROM lease_acquire('tk', 'taker', '5s') WHERE acquired")
