@@ -9,6 +9,18 @@ psql -X -q -A -t -c "SELECT 1 FROM pg_extension WHERE extname IN ('pg_lease', 'p
 	UNION ALL SELECT 1 WHERE to_regclass('lease_sql_settings') IS NOT NULL" | grep -q 1 ||
 	{ echo "FAIL: no pg_lease extension on the server of PGHOST=${PGHOST:-} PGPORT=$PGPORT" >&2; exit 1; }
 
+# install_edition DB: pg_lease in another database, in the edition this
+# run tests (PGLEASE_SQL_EDITION: the SQL edition's psql script, else the
+# C extension).
+install_edition()
+{
+	if [ -n "${PGLEASE_SQL_EDITION:-}" ]; then
+		psql -X -q -v ON_ERROR_STOP=1 -d "$1" -f "$PGLEASE_SQL_EDITION" >/dev/null
+	else
+		psql -X -q -v ON_ERROR_STOP=1 -d "$1" -c "CREATE EXTENSION pg_lease" >/dev/null
+	fi
+}
+
 TMP=$(mktemp -d /tmp/pglease_cli_test.XXXXXX)
 chmod 0777 "$TMP"
 BG_PIDS=()

@@ -13,7 +13,7 @@ store=$(sql "SELECT lease_store_id()")
 sql "CREATE DATABASE $db" >/dev/null
 trap 'psql -X -q -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true; cleanup' EXIT
 down() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$db" -c "$1"; }
-down "CREATE EXTENSION pg_lease" >/dev/null
+install_edition "$db"
 down "CREATE TABLE jobs (id int, epoch bigint)" >/dev/null
 down "SELECT lease_fence('jobs', '$lease', store => \$\$$store\$\$)" >/dev/null
 

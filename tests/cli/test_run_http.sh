@@ -73,6 +73,7 @@ pass "bad --http: exit 2"
 # 4. Fence rejections, on a server that counts them (pg_lease preloaded).
 source "$(dirname "$0")/../harness/pg_cluster.sh"
 trap 'cleanup; pg_cluster_stop_all' EXIT
+unset PGDATABASE # a cluster of its own, with the C edition, whatever this run's server is
 pg_cluster_start cli_http_counted -c shared_preload_libraries=pg_lease
 psql -X -q -c "CREATE EXTENSION pg_lease" -c "CREATE TABLE t (id int, epoch bigint)" \
 	-c "SELECT lease_fence('t', '$lease')" >/dev/null
