@@ -145,6 +145,19 @@ e7=$(as_user "SELECT lease_handover('ho', 'a', $e6, 'b')")
 check "handover grants the successor a larger epoch" test "${e7:-0}" -gt "$e6"
 check "to the successor" test "$(q "SELECT holder FROM leases WHERE name = 'ho'")" = b
 
+# --- 5b. a downstream fence (a lease of another store), written by the app role
+q "CREATE TABLE down (id int, epoch bigint)" >/dev/null
+q "SELECT lease_fence('down', 'L', store => 'other-store/db')" >/dev/null
+q "GRANT INSERT ON down TO app_user" >/dev/null
+check "a token named for the lease passes downstream and raises the floor" \
+	test "$(sqlstate "BEGIN; SELECT lease_use('L', 500); INSERT INTO down VALUES (1, NULL); COMMIT;")/$(q "SELECT epoch FROM lease_floors WHERE name = 'L'")" = ok/500
+check "an unnamed token above the floor is not known to be the lease's (LS003)" \
+	test "$(sqlstate "INSERT INTO down VALUES (2, 600)")" = LS003
+check "one below it is stale (LS001), one equal to it passes" \
+	test "$(sqlstate "INSERT INTO down VALUES (3, 400)")/$(sqlstate "INSERT INTO down VALUES (4, 500)")" = LS001/ok
+check "the app role may not raise a floor directly" \
+	test "$(sqlstate "SELECT lease_sql_floor_raise('other-store/db', 'L', 900)")" = 42501
+
 # --- 6. dump and restore into a new database: epochs never go back ---------
 # pg_dump must be at least the server's major: the server's own, or the
 # system's when that is new enough (the other majors' servers here come
