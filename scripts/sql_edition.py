@@ -90,6 +90,24 @@ def current_script():
     return max(scripts)
 
 
+def version_function(version):
+    """lease_sql_version(): which edition and version a database has, for
+    clients (pq_backend::installation, `pglease status --server`) where no
+    pg_extension row tells (the psql form). Its presence names the edition."""
+    v = f"{version[0]}.{version[1]}"
+    return [
+        "-- The SQL edition's version (no pg_extension row says it after psql -f);\n",
+        "-- clients read it to tell the editions apart. Built by scripts/sql_edition.py.\n",
+        "CREATE FUNCTION @extschema@.lease_sql_version()\n",
+        "\tRETURNS text\n",
+        "\tLANGUAGE sql IMMUTABLE PARALLEL SAFE\n",
+        f"\tAS $version$SELECT '{v}'::text$version$;\n",
+        "COMMENT ON FUNCTION @extschema@.lease_sql_version() IS\n",
+        "\t'the version of pg_lease_sql (the SQL edition) installed in this schema';\n",
+        "\n",
+    ]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--form", choices=["psql", "extension", "pg_tle"], required=True)
@@ -125,6 +143,7 @@ def main():
         if head not in replacements:
             sys.exit(f"sql_edition: no SQL edition of the C function: {head}")
         if not inserted:
+            body.extend(version_function(version))
             for helper in helpers:
                 body.extend(helper)
             inserted = True

@@ -23,6 +23,9 @@ int cmd_status(const global_options& g, const std::string& name, const std::stri
 /// `pglease status --summary [--prefix P] [--json]` (cmd_status_summary.cpp).
 int cmd_status_summary(const global_options& g, const std::string& prefix, bool json);
 
+/// `pglease status --server [--json]` (cmd_status_server.cpp).
+int cmd_status_server(const global_options& g, bool json);
+
 /// `pglease status --group GROUP [--json]` (cmd_group_status.cpp).
 int cmd_group_status(const global_options& g, const std::string& group, bool json);
 

@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
         case kind::run:
             return cmd_run(g, c.run);
         case kind::status:
+            if (c.view.server)
+                return cmd_status_server(g, c.view.json);
             if (!c.view.group.empty())
                 return cmd_group_status(g, c.view.group, c.view.json);
             if (c.view.summary)

@@ -52,3 +52,34 @@ expect_rc 2 "$PGLEASE" status "$p/1" --summary
 expect_rc 2 "$PGLEASE" status "$p/1" --prefix "$p/"
 expect_rc 2 "$PGLEASE" status --group g --summary
 pass "status: NAME or --group with --prefix/--summary is a usage error"
+
+# 4. --server: the edition this run installed (PGLEASE_SQL_EDITION: the SQL
+# edition by psql -f; else the C extension), as the catalogs say.
+want=pg_lease ext=True
+[ -n "${PGLEASE_SQL_EDITION:-}" ] && want=pg_lease_sql ext=False
+schema=$(sql "SELECT relnamespace::regnamespace FROM pg_class WHERE oid = 'lease_status'::regclass")
+if [ "$want" = pg_lease ]; then
+	version=$(sql "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'")
+else
+	version=$(sql "SELECT lease_sql_version()")
+fi
+[ -n "$version" ] || fail "no version to compare with"
+"$PGLEASE" status --server >"$TMP/server.txt"
+grep -qE "^$want +${version//./\\.} +$schema +(extension|psql -f)" "$TMP/server.txt" ||
+	{ cat "$TMP/server.txt"; fail "status --server table"; }
+"$PGLEASE" status --server --json | json_check "
+assert d['edition'] == '$want' and d['version'] == '$version' and d['schema'] == '$schema', d
+assert d['extension'] is $ext, d
+assert d['server_version'] == '$(sql "SHOW server_version")', d
+assert d['server_version_num'] == $(sql "SHOW server_version_num"), d
+assert d['preloaded'] in (True, False, None) and (d['preloaded'] is False or '$want' == 'pg_lease'), d"
+db=$(unique noext)
+sql "CREATE DATABASE $db" >/dev/null
+rc=0
+"$PGLEASE" -d "$db" status --server 2>"$TMP/noext.err" || rc=$?
+sql "DROP DATABASE $db" >/dev/null
+[ "$rc" -eq 1 ] && grep -q "pg_lease is not installed" "$TMP/noext.err" ||
+	{ cat "$TMP/noext.err"; fail "status --server without pg_lease: rc $rc"; }
+expect_rc 2 "$PGLEASE" status --server --summary
+expect_rc 2 "$PGLEASE" status "$p/1" --server
+pass "status --server: edition $want $version in $schema, table and JSON; none installed: exit 1"

@@ -130,6 +130,9 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
     status->add_flag("--summary", pc.view.summary,
                      "Counts by state and by holder instead of one line per lease "
                      "(fast over 100,000 leases)");
+    status->add_flag("--server", pc.view.server,
+                     "Which edition of pg_lease the database has (pg_lease: C, or "
+                     "pg_lease_sql), its version and schema, and the PostgreSQL version");
     auto* watch = app.add_subcommand(
         "watch", "Print one line per lease event as it happens (LISTEN pg_lease)");
     add_lease_name(watch, watch_name, watch_opt);
@@ -264,6 +267,11 @@ parse_result parse_command_line(const std::vector<std::string>& args) {
             return usage("status: --group shows one group; --prefix and --summary do not apply");
         if (is_status && !pc.view.lease.empty() && (pc.view.summary || !pc.view.prefix.empty()))
             return usage("status: give a lease NAME or --prefix/--summary, not both");
+        if (is_status && pc.view.server &&
+            (!pc.view.lease.empty() || !pc.view.group.empty() || pc.view.summary ||
+             !pc.view.prefix.empty()))
+            return usage("status: --server shows the installation; NAME, --group, --prefix and "
+                         "--summary do not apply");
     } else if (fence->parsed()) {
         pc.what = parsed_command::kind::fence;
     } else if (unfence->parsed()) {

@@ -65,6 +65,7 @@ struct view_args {
     std::string group;    ///< status --group: the assignment of this lease group
     std::string prefix;   ///< status --prefix: only leases whose names start with it
     bool summary = false; ///< status --summary: counts by state and holder, no list
+    bool server = false;  ///< status --server: the edition, its version, the server's
     bool json = false;
     long count = 0; ///< watch: stop after this many events (0: never)
 };

@@ -14,6 +14,7 @@
 #include "pglease/group.hpp"
 #include "pglease/handover.hpp"
 #include "pglease/identity.hpp"
+#include "pglease/installation.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_options.hpp"
 #include "pglease/lease_set.hpp"

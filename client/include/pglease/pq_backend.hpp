@@ -4,6 +4,7 @@
 
 #include "pglease/backend.hpp"
 #include "pglease/connection_options.hpp"
+#include "pglease/installation.hpp"
 
 #include <memory>
 #include <set>
@@ -94,6 +95,12 @@ public:
                        std::vector<std::string>& freed) noexcept override;
     /// Cached on the session: one round trip per connection.
     std::string store_id(clock::time_point deadline) override;
+    /// Which edition of pg_lease the server has (C or SQL), its version and
+    /// schema, and the server's version: one or two statements, bounded by
+    /// call_timeout and @p deadline. Throws pglease::error (SQLSTATE 42P01)
+    /// when no pg_lease is installed where the calls would find it.
+    [[nodiscard]] pglease::installation
+    installation(clock::time_point deadline = clock::time_point::max());
     /// Bounded by acquire_timeout (it may wait for a downstream's old
     /// writers, as a takeover does) and @p deadline, on both sides: the
     /// connect (opened lazily, reopened after a failure) ends by then, and
