@@ -35,7 +35,7 @@ $committed$;
 -- version it sees was replaced by a committed one, the write is refused
 -- with 40001 (retry the transaction), never passed.
 CREATE FUNCTION @extschema@.lease_sql_fence_row(lease text, OUT held boolean, OUT epoch bigint,
-												OUT expires_at timestamptz, OUT found boolean)
+												OUT expires_at timestamptz, OUT present boolean)
 	LANGUAGE plpgsql VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS $fence_row$
@@ -45,8 +45,8 @@ BEGIN
 	SELECT l.holder IS NOT NULL, l.epoch, l.expires_at, l.xmax
 	  INTO held, epoch, expires_at, replaced
 	  FROM @extschema@.leases l WHERE l.name = lease;
-	found := FOUND;
-	IF found AND current_setting('transaction_isolation') <> 'read committed'
+	present := FOUND;	-- (an OUT parameter named found would hide FOUND)
+	IF present AND current_setting('transaction_isolation') <> 'read committed'
 	   AND @extschema@.lease_sql_committed(replaced) THEN
 		RAISE EXCEPTION 'could not serialize access due to a concurrent change of lease "%"', lease
 			USING ERRCODE = '40001',
@@ -223,11 +223,12 @@ BEGIN
 	LOOP
 		PERFORM @extschema@.lease_sql_fence_hold(lease, token);
 		r := @extschema@.lease_sql_fence_row(lease);
-		EXIT WHEN source <> 'setting' OR NOT r.found OR r.epoch <= token OR NOT r.epoch = ANY (listed);
+		EXIT WHEN source <> 'setting' OR NOT r.present OR r.epoch <= token OR NOT r.epoch = ANY (listed);
 		token := r.epoch;
 	END LOOP;
 
-	IF NOT r.found THEN
+	-- Each test fails closed: a NULL never lets the write through.
+	IF r.present IS NOT TRUE THEN
 		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" does not exist', tbl, lease
 			USING ERRCODE = 'LS002', DETAIL = format('The write carries epoch %s.', token);
 	ELSIF token < r.epoch THEN
@@ -238,11 +239,11 @@ BEGIN
 	ELSIF token <> r.epoch THEN
 		RAISE EXCEPTION 'fenced write to "%" rejected: epoch % was never granted for lease "%"', tbl, token, lease
 			USING ERRCODE = 'LS001', DETAIL = format('The current epoch is %s.', r.epoch);
-	ELSIF NOT r.held THEN
+	ELSIF r.held IS NOT TRUE THEN
 		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" is not held', tbl, lease
 			USING ERRCODE = 'LS002',
 				  DETAIL = format('Epoch %s is the latest grant, but it was released or revoked.', token);
-	ELSIF clock_timestamp() >= r.expires_at THEN
+	ELSIF r.expires_at IS NULL OR clock_timestamp() >= r.expires_at THEN
 		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" expired', tbl, lease
 			USING ERRCODE = 'LS002',
 				  DETAIL = format('Epoch %s is the latest grant, but it expired at %s.', token, r.expires_at);

@@ -45,6 +45,10 @@ sqlstate()
 }
 as_user() { PGUSER=app_user q "$1"; }
 
+# --- 0. a lease never granted ------------------------------------------------
+check "a token for a lease never granted is refused (LS002), any token, no row written" \
+	test "$(sqlstate "INSERT INTO jobs VALUES (90, 'none yet', 140737488355329)")$(sqlstate "INSERT INTO jobs VALUES (91, 'none yet', 5)")$(q "SELECT count(*) FROM jobs")" = LS002LS0020
+
 # --- 1. grants ---------------------------------------------------------------
 e1=$(as_user "SELECT epoch FROM lease_acquire('tk', 'a', '30s')")
 check "a refused acquire names the holder" test "$(as_user "SELECT acquired::text || holder FROM lease_acquire('tk', 'b', '30s')")" = falsea
