@@ -5,8 +5,8 @@
 \set tl1 140737488355328
 SELECT setval('lease_epoch_seq', 9000);
 
-CREATE ROLE regress_app;
-CREATE ROLE regress_admin;
+CREATE ROLE regress_app; GRANT regress_app TO CURRENT_USER;
+CREATE ROLE regress_admin; GRANT regress_admin TO CURRENT_USER;
 GRANT EXECUTE ON FUNCTION lease_revoke(text), lease_prune(interval) TO regress_admin;
 GRANT CREATE ON SCHEMA public TO regress_app;
 

@@ -36,7 +36,7 @@ RESET enable_bitmapscan;
 
 -- 2. A grant to another role changes owner_role, which is indexed: never
 -- HOT, so leases_owner_role_idx gets the new entry.
-CREATE ROLE regress_direct;
+CREATE ROLE regress_direct; GRANT regress_direct TO CURRENT_USER;
 SELECT epoch AS e FROM lease_acquire('direct-owner', 'a', '1h') \gset
 SELECT lease_release('direct-owner', 'a', :e);
 BEGIN;

@@ -150,8 +150,8 @@ SELECT count(*) AS floors FROM lease_floors;
 
 -- who may raise: not PUBLIC; a writer of the fenced table raises through
 -- its writes, as the table's writer, without rights on the floors
-CREATE ROLE regress_ds_writer;
-CREATE ROLE regress_ds_raiser;
+CREATE ROLE regress_ds_writer; GRANT regress_ds_writer TO CURRENT_USER;
+CREATE ROLE regress_ds_raiser; GRANT regress_ds_raiser TO CURRENT_USER;
 GRANT EXECUTE ON FUNCTION lease_raise(text, text, bigint) TO regress_ds_raiser;
 GRANT INSERT, SELECT ON ds_jobs TO regress_ds_writer;
 SELECT has_function_privilege('regress_ds_writer', 'lease_raise(text, text, bigint)', 'EXECUTE') AS writer_may_raise,

@@ -35,7 +35,7 @@ SELECT group_name, shard, holder, valid, epoch > 0 AS has_epoch FROM lease_group
 SELECT acquired FROM lease_acquire('pglease:group/orders/member/1/worker-c', 'impostor', '30s');
 SELECT member, valid, shards FROM lease_group_members WHERE member = 'worker-c';
 -- everyone may read them, no one may write them
-CREATE ROLE groups_reader;
+CREATE ROLE groups_reader; GRANT groups_reader TO CURRENT_USER;
 SET ROLE groups_reader;
 SELECT count(*) FROM lease_group_members WHERE group_name = 'orders';
 DELETE FROM lease_group_shards;

@@ -40,7 +40,7 @@ SELECT lease_handover('ho', 'new', :tl1 + 12002, 'new') - :tl1 AS new_epoch;
 SELECT transitions FROM leases WHERE name = 'ho';
 
 -- only the role that was granted the lease may hand it over
-CREATE ROLE regress_other;
+CREATE ROLE regress_other; GRANT regress_other TO CURRENT_USER;
 SET ROLE regress_other;
 SELECT lease_handover('ho', 'new', :tl1 + 12004, 'mine');
 RESET ROLE;

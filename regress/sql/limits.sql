@@ -4,7 +4,7 @@ SELECT setval('lease_epoch_seq', 10000);
 
 -- the settings exist once the library is loaded (any pg_lease call loads it)
 LOAD 'pg_lease';
-CREATE ROLE regress_looper;
+CREATE ROLE regress_looper; GRANT regress_looper TO CURRENT_USER;
 SHOW pg_lease.max_leases_per_role;
 SHOW pg_lease.event_retention;
 -- only a superuser may change them

@@ -3,9 +3,9 @@
 \set tl1 140737488355328
 SELECT setval('lease_epoch_seq', 7000);
 
-CREATE ROLE regress_alice;
-CREATE ROLE regress_bob;
-CREATE ROLE regress_admin;
+CREATE ROLE regress_alice; GRANT regress_alice TO CURRENT_USER;
+CREATE ROLE regress_bob; GRANT regress_bob TO CURRENT_USER;
+CREATE ROLE regress_admin; GRANT regress_admin TO CURRENT_USER;
 GRANT EXECUTE ON FUNCTION lease_revoke(text) TO regress_admin;
 
 -- every function that writes is SECURITY DEFINER with a pinned search_path;

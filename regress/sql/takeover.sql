@@ -20,7 +20,7 @@ SET pg_lease.takeover_timeout = 'soon';
 SET pg_lease.takeover_timeout = '1 fortnight';
 SHOW pg_lease.takeover_timeout;
 -- an ordinary role may not shorten (or lengthen) the grace of other holders' writers
-CREATE ROLE regress_taker;
+CREATE ROLE regress_taker; GRANT regress_taker TO CURRENT_USER;
 SET ROLE regress_taker;
 SET pg_lease.takeover_timeout = '1ms';
 SHOW pg_lease.takeover_timeout;
@@ -37,7 +37,7 @@ SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'lease_event
 SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'lease_events'::regclass AND attname = 'pid';
 SELECT col_description('lease_events'::regclass, (SELECT attnum FROM pg_attribute WHERE attrelid = 'lease_events'::regclass AND attname = 'pid'));
 -- ordinary roles cannot forge one
-CREATE ROLE regress_forger;
+CREATE ROLE regress_forger; GRANT regress_forger TO CURRENT_USER;
 SET ROLE regress_forger;
 INSERT INTO lease_events (event, name, holder, epoch, role, pid) VALUES ('evict', 'x', 'x', 1, 'x', 1);
 RESET ROLE;
