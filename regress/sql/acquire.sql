@@ -6,7 +6,7 @@ SELECT setval('lease_epoch_seq', 1000);
 
 -- a free (missing) lease is granted with a new epoch
 SELECT acquired, epoch - :tl1 AS epoch, holder, expires_at > clock_timestamp() AS in_future FROM lease_acquire('job', 'worker-a', '30s');
-SELECT name, holder, epoch - :tl1 AS epoch, ttl, transitions, owner_role, acquired_at = renewed_at AS fresh FROM leases WHERE name = 'job';
+SELECT name, holder, epoch - :tl1 AS epoch, ttl, transitions, owner_role = current_user AS by_caller, acquired_at = renewed_at AS fresh FROM leases WHERE name = 'job';
 -- the same holder acquiring again extends it with the same epoch
 SELECT acquired, epoch - :tl1 AS epoch, holder FROM lease_acquire('job', 'worker-a', '1 minute');
 SELECT ttl, renewed_at > acquired_at AS extended FROM leases WHERE name = 'job';

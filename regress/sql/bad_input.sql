@@ -53,10 +53,11 @@ SELECT lease_renew('n', 'h', (SELECT epoch FROM leases WHERE name = 'n'), '2 day
 SHOW pg_lease.max_ttl;
 SET pg_lease.max_ttl = '10s';
 SHOW pg_lease.max_ttl;
-SELECT * FROM lease_acquire('n2', 'h', '11s');
+SELECT acquired FROM lease_acquire('n2', 'h', '11s');
 SELECT acquired FROM lease_acquire('n2', 'h', '10s');
 RESET pg_lease.max_ttl;
 SET pg_lease.max_ttl = 0;
+RESET pg_lease.max_ttl;
 -- unknown settings under the reserved prefix: reserved_prefix.sql
 
 -- epochs: lease_use wants a positive one; pg_lease.epoch a list of them

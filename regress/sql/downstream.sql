@@ -6,7 +6,7 @@ SELECT lease_store_id() ~ '^[0-9]+/' AS store_id_is_sysid_and_database,
 -- the setting overrides it (a database restored into another cluster keeps its identity)
 BEGIN;
 SET LOCAL pg_lease.store_id = 'orders-db';
-SELECT lease_store_id();
+SELECT lease_store_id() = 'orders-db' AS from_setting;
 ROLLBACK;
 
 CREATE TABLE ds_jobs (id int PRIMARY KEY, note text, epoch bigint);

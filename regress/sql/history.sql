@@ -12,7 +12,7 @@ SELECT acquired FROM lease_acquire('hist', 'b', '100ms');
 SELECT pg_sleep(0.3);
 SELECT acquired FROM lease_acquire('hist', 'c', '30s');
 SELECT lease_revoke('hist');
-SELECT event, name, holder, epoch - :tl1 AS epoch, role,
+SELECT event, name, holder, epoch - :tl1 AS epoch, role = current_user AS by_caller,
        time <= clock_timestamp() AS past,
        CASE WHEN event IN ('released', 'revoked') THEN expires_at <= time ELSE expires_at > time END AS expiry_ok
   FROM lease_events WHERE name = 'hist' ORDER BY id;

@@ -12,6 +12,8 @@ SET ROLE regress_looper;
 SET pg_lease.max_leases_per_role = 0;
 SET pg_lease.event_retention = 0;
 RESET ROLE;
+RESET pg_lease.max_leases_per_role;
+RESET pg_lease.event_retention;
 
 -- a role looping over new names hits the limit, loudly (54000)
 SET pg_lease.max_leases_per_role = 3;
@@ -30,6 +32,7 @@ SELECT acquired FROM lease_acquire('loop-1', 'l2', '1h');
 RESET ROLE;
 -- superusers are not limited
 SELECT acquired FROM lease_acquire('loop-super-1', 's', '1h');
+RESET pg_lease.max_leases_per_role;
 SELECT count(*) FROM leases WHERE owner_role = 'regress_looper';
 
 -- event retention: a new event of a lease deletes its events older than the retention

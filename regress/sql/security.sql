@@ -70,6 +70,7 @@ SELECT owner_role FROM leases WHERE name = 'sec';
 
 -- fencing: only the table's owner may fence or unfence it
 CREATE TABLE alice_jobs (id int, epoch bigint);
+GRANT CREATE ON SCHEMA public TO regress_alice; -- an owner (not a superuser) may then give it the table
 ALTER TABLE alice_jobs OWNER TO regress_alice;
 GRANT SELECT, INSERT, UPDATE, DELETE ON alice_jobs TO regress_bob;
 SET ROLE regress_bob;

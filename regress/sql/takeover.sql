@@ -19,11 +19,13 @@ SET pg_lease.takeover_timeout = -1;
 SET pg_lease.takeover_timeout = 'soon';
 SET pg_lease.takeover_timeout = '1 fortnight';
 SHOW pg_lease.takeover_timeout;
+RESET pg_lease.takeover_timeout;
 -- an ordinary role may not shorten (or lengthen) the grace of other holders' writers
 CREATE ROLE regress_taker; GRANT regress_taker TO CURRENT_USER;
 SET ROLE regress_taker;
 SET pg_lease.takeover_timeout = '1ms';
 SHOW pg_lease.takeover_timeout;
+RESET pg_lease.takeover_timeout;
 -- nor hold a lease row's lock by other means: key-share locks on leases are
 -- the fence trigger's alone, which is what lets a takeover end their holders
 SELECT name FROM leases FOR KEY SHARE;

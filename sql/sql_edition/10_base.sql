@@ -14,7 +14,8 @@
 -- event_retention and store_id. Without a superuser they cannot be set
 -- for a database (ALTER DATABASE needs one for a parameter no library
 -- defines), and a session may SET any such name: so the SQL edition
--- keeps them in this table, which only its owner writes. Values as
+-- keeps them in this table, which only its owner writes; a session SET
+-- counts only for the roles that may write it (lease_sql_setting). Values as
 -- postgresql.conf takes them ('5s', '1000': milliseconds, or seconds for
 -- event_retention). pg_lease.epoch stays a session setting, as in C.
 CREATE TABLE @extschema@.lease_sql_settings (
@@ -32,12 +33,20 @@ GRANT SELECT ON @extschema@.lease_sql_settings TO PUBLIC;
 GRANT INSERT, UPDATE, DELETE ON @extschema@.lease_sql_settings TO @extowner@;
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.lease_sql_settings', '');
 
+-- A setting's value: the session's own (SET, SET LOCAL, PGOPTIONS) when
+-- the session's role may write lease_sql_settings (the owner: the trust a
+-- superuser has in C, where these settings are superuser-only), else the
+-- table's. Another role's SET changes nothing. session_user, not
+-- current_user: the functions that ask run as their owner.
 CREATE FUNCTION @extschema@.lease_sql_setting(setting text)
 	RETURNS text
 	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $setting$
-	SELECT s.value FROM @extschema@.lease_sql_settings s WHERE s.name = setting
+	SELECT coalesce(
+		CASE WHEN has_table_privilege(session_user, '@extschema@.lease_sql_settings', 'UPDATE')
+			 THEN nullif(current_setting(setting, true), '') END,
+		(SELECT s.value FROM @extschema@.lease_sql_settings s WHERE s.name = setting))
 $setting$;
 
 -- A setting as a count of units (a bare number: default_unit; else an

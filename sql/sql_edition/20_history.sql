@@ -18,8 +18,10 @@ BEGIN
 	IF @extschema@.lease_sql_setting('pg_lease.event_retention') ~ '^\s*[0-9]+\s*$' THEN
 		retention_ms := retention_ms * 1000;
 	END IF;
-	IF retention_ms > 0 AND random() < 0.01 THEN
-		-- pruned now and then, in the transaction that adds one
+	IF retention_ms > 0 THEN
+		-- a new event of a lease deletes its events older than the
+		-- retention, in the same transaction (an index range scan on
+		-- (name, time): nothing to do costs one probe)
 		DELETE FROM @extschema@.lease_events e
 		 WHERE e.name = lease_sql_record_event.name
 		   AND e.time < clock_timestamp() - retention_ms * interval '1 millisecond';

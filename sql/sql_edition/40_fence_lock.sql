@@ -23,7 +23,8 @@ DECLARE
 	timeout_ms bigint := @extschema@.lease_sql_setting_ms('pg_lease.takeover_timeout', 1000);
 	started timestamptz := clock_timestamp();
 	waited_ms double precision;
-	pause double precision := 0.001;
+	slice_ms bigint;
+	saved_lock_timeout text := current_setting('lock_timeout');
 	cancelled integer[] := '{}';
 	cancelled_at timestamptz[] := '{}';
 	ended integer[] := '{}';
@@ -84,8 +85,19 @@ BEGIN
 						  HINT = 'A prepared transaction must be finished with COMMIT PREPARED or ROLLBACK PREPARED.';
 			END IF;
 		END IF;
-		PERFORM pg_sleep(pause);
-		pause := least(pause * 2, 0.01);
+		-- Wait in the lock manager's queue, as the C edition does (writers
+		-- that come later queue behind this change), until the next step:
+		-- the takeover bound, or 50 ms while ending writers.
+		slice_ms := CASE WHEN waited_ms < timeout_ms THEN ceil(timeout_ms - waited_ms)::bigint
+						 ELSE 50 END;
+		BEGIN
+			PERFORM set_config('lock_timeout', greatest(slice_ms, 1)::text, true);
+			PERFORM pg_advisory_xact_lock(class, key);
+			PERFORM set_config('lock_timeout', saved_lock_timeout, true);
+			RETURN;
+		EXCEPTION WHEN lock_not_available THEN
+			NULL;	-- the step's time is up: look again
+		END;
 	END LOOP;
 END
 $lock_exclusive$;

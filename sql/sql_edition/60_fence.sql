@@ -136,6 +136,7 @@ DECLARE
 	token bigint;
 	store text;
 	listed bigint[];
+	newrow jsonb;	-- NEW (or OLD for DELETE) as jsonb, made once
 BEGIN
 	IF TG_WHEN <> 'BEFORE' OR (TG_LEVEL <> 'ROW' AND TG_OP <> 'TRUNCATE') THEN
 		RAISE EXCEPTION 'lease_fence_trigger() must fire BEFORE, for each row or on TRUNCATE'
@@ -147,6 +148,17 @@ BEGIN
 	lease := TG_ARGV[0];
 	col := TG_ARGV[1];
 	store := TG_ARGV[2];	-- a downstream fence: a lease of another database
+	IF TG_LEVEL = 'ROW' THEN
+		IF TG_OP = 'DELETE' THEN
+			newrow := to_jsonb(OLD);
+		ELSE
+			newrow := to_jsonb(NEW);
+		END IF;
+		IF NOT newrow ? col THEN
+			RAISE EXCEPTION 'epoch column "%" of fenced table "%" does not exist', col, TG_TABLE_NAME
+				USING ERRCODE = '42703';
+		END IF;
+	END IF;
 
 	-- 1. A token the transaction declared: lease_use, or pg_lease.epoch
 	--    (from a list, the lease's current epoch, else the largest listed).
@@ -170,7 +182,7 @@ BEGIN
 	-- statement changes it (a stale writer that leaves it alone must not
 	-- pass on the epoch the current leader wrote earlier).
 	IF source IS NULL AND TG_OP IN ('INSERT', 'UPDATE') THEN
-		token := (to_jsonb(NEW) ->> col)::bigint;
+		token := (newrow ->> col)::bigint;
 		IF TG_OP = 'UPDATE' AND token IS NOT DISTINCT FROM (to_jsonb(OLD) ->> col)::bigint THEN
 			token := NULL;
 		END IF;
@@ -197,7 +209,7 @@ BEGIN
 		RETURN NULL;
 	ELSIF TG_OP = 'DELETE' THEN
 		RETURN OLD;
-	ELSIF source <> 'row' AND (to_jsonb(NEW) ->> col)::bigint IS DISTINCT FROM token THEN
+	ELSIF source <> 'row' AND (newrow ->> col)::bigint IS DISTINCT FROM token THEN
 		-- a declared token goes into the row, so the table records who wrote it
 		NEW := jsonb_populate_record(NEW, jsonb_build_object(col, token));
 	END IF;

@@ -58,6 +58,10 @@ check "another role may not renew it (42501)" test "$(AS=app_owner sqlstate "SEL
 check "renewing a wrong epoch returns null" test "$(as_user "SELECT lease_renew('tk', 'a', $e1 + 1) IS NULL")" = t
 check "bad input: empty name (22023), null holder (22004), ttl above max (22023)" \
 	test "$(sqlstate "SELECT lease_acquire('', 'a', '1s')")/$(sqlstate "SELECT lease_acquire('x', NULL, '1s')")/$(sqlstate "SELECT lease_acquire('x', 'a', '2 days')")" = 22023/22004/22023
+check "an application role's SET of an administrator's setting changes nothing" \
+	test "$(sqlstate "SET pg_lease.max_ttl = '3 days'; SELECT lease_acquire('set-app', 'a', '2 days')")/$(sqlstate "SET pg_lease.max_ttl = '10s'; SELECT lease_acquire('set-app', 'a', '11s')")" = 22023/ok
+check "the owner's SET counts, for its own session (a superuser's in C)" \
+	test "$(AS=app_owner sqlstate "SET pg_lease.max_ttl = '3 days'; SELECT lease_acquire('set-owner', 'a', '2 days')")/$(AS=app_owner sqlstate "SET pg_lease.max_ttl = '10s'; SELECT lease_acquire('set-owner', 'a', '11s')")/$(AS=app_owner sqlstate "SELECT lease_acquire('set-owner', 'a', '2 days')")" = ok/22023/22023
 
 # --- 2. the fence ------------------------------------------------------------
 check "a write without a token is refused (LS003)" test "$(sqlstate "INSERT INTO jobs VALUES (1, 'none')")" = LS003
