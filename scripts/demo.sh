@@ -21,16 +21,20 @@
 #   scripts/demo.sh               # everything, from a fresh clone
 #   scripts/demo.sh --no-build    # skip deps/build/install (CI: ctest cli.demo);
 #                                 # PGLEASE names the binary (default build/client/cli/pglease)
+#   scripts/demo.sh --sql-edition # the same story on the SQL edition (pg_lease_sql, no C),
+#                                 # installed with psql -f by a database owner who is no superuser
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 build=1
+edition=pg_lease
 for arg in "$@"; do
 	case $arg in
 	--no-build) build=0 ;;
+	--sql-edition) edition=pg_lease_sql ;;
 	-h | --help)
-		sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -158,14 +162,36 @@ http_get()
 
 # --- the story -------------------------------------------------------------------
 
-say "A throwaway PostgreSQL 15 on 127.0.0.1:$PGPORT; pg_lease installed; a fenced table"
-psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_lease" \
+# install_edition DB: pg_lease in DB, in the demo's edition.
+install_edition()
+{
+	if [ "$edition" = pg_lease_sql ]; then
+		psql -X -q -v ON_ERROR_STOP=1 -d "$1" -f "$DIR/pg_lease_sql.sql" >/dev/null
+	else
+		psql -X -q -v ON_ERROR_STOP=1 -d "$1" -c "CREATE EXTENSION pg_lease"
+	fi
+}
+if [ "$edition" = pg_lease_sql ]; then
+	# As on a managed service: a database owner who is no superuser
+	# (CREATEDB for the second database; pg_signal_backend to end a stalled
+	# leader's writers) installs the edition with psql -f.
+	psql -X -q -v ON_ERROR_STOP=1 -c "CREATE ROLE demo_owner LOGIN CREATEDB" \
+		-c "GRANT pg_signal_backend TO demo_owner" -c "CREATE DATABASE app OWNER demo_owner"
+	export PGUSER=demo_owner PGDATABASE=app
+	python3 scripts/sql_edition.py --form psql >"$DIR/pg_lease_sql.sql"
+fi
+
+say "A throwaway PostgreSQL 15 on 127.0.0.1:$PGPORT; $edition installed; a fenced table"
+install_edition "$PGDATABASE"
+"$PGLEASE" status --server | sed 's/^/   /'
+psql -X -q -v ON_ERROR_STOP=1 \
 	-c "CREATE TABLE ledger (id bigserial PRIMARY KEY, worker text, epoch bigint, at timestamptz DEFAULT clock_timestamp())"
 "$PGLEASE" fence ledger --lease "$LEASE" 2>&1 | sed 's/^/   /'
 note "every INSERT into ledger must carry the current epoch of lease '$LEASE', or it is refused"
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE reports"
 STORE=$(value "SELECT lease_store_id()")
-psql -X -q -v ON_ERROR_STOP=1 -d reports -c "CREATE EXTENSION pg_lease" \
+install_edition reports
+psql -X -q -v ON_ERROR_STOP=1 -d reports \
 	-c "CREATE TABLE ledger_copy (id bigserial PRIMARY KEY, worker text, epoch bigint, at timestamptz DEFAULT clock_timestamp())" \
 	-c "SELECT lease_fence('ledger_copy', '$LEASE', store => '$STORE')" >/dev/null
 note "a second database, reports: ledger_copy is fenced by the floor of '$LEASE' of store $STORE"
