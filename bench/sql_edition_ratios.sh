@@ -159,6 +159,43 @@ for c in "${clients[@]}"; do
 		done
 	done
 done
+
+# takeover DB: seconds from a grant (ttl 2 s) whose holder stalls inside an
+# open fenced transaction to another holder's grant, on the server's clock
+# (the contender asks every 50 ms; pg_lease.takeover_timeout 1 s, the
+# default); the stalled transaction must never commit.
+as c -c "CREATE TABLE stall (id int, epoch bigint)" -c "SELECT lease_fence('stall', 'tk')" >/dev/null
+as s -c "CREATE TABLE stall (id int, epoch bigint)" -c "SELECT lease_fence('stall', 'tk')" >/dev/null
+takeover()
+{
+	local db=$1 e granted taken="" pid_file=$work/stall.$1.pid
+	as "$db" -c "SELECT lease_revoke('tk')" >/dev/null 2>&1 || true
+	read -r e granted < <(as "$db" -c "SELECT epoch, extract(epoch FROM clock_timestamp()) FROM lease_acquire('tk', 'stalled', '2s')" | tr '|' ' ')
+	as "$db" >/dev/null 2>&1 <<SQL &
+BEGIN;
+SELECT lease_use('tk', $e);
+INSERT INTO stall VALUES (1, NULL);
+\\! sleep 6
+COMMIT;
+SQL
+	local stalled=$!
+	sleep 0.3
+	for _ in $(seq 200); do
+		taken=$(as "$db" -c "SELECT epoch FROM lease_acquire('tk', 'taker', '5s') WHERE acquired")
+		[ -n "$taken" ] && break
+		sleep 0.05
+	done
+	wait "$stalled" || true
+	[ -n "$taken" ] && [ "$(as "$db" -c "SELECT count(*) FROM stall WHERE epoch = $e")" = 0 ] ||
+		{ echo "sql_edition_ratios: $db: no takeover, or the stalled write committed" >&2; exit 1; }
+	as "$db" -c "SELECT round((extract(epoch FROM time) - $granted)::numeric, 3) FROM lease_events WHERE name = 'tk' AND event = 'takeover' AND epoch = $taken"
+}
+declare -A took
+for r in $(seq 1 "$rounds"); do
+	for db in c s; do
+		took[$db]="${took[$db]:-} $(takeover "$db")"
+	done
+done
 echo "sql_edition_ratios: load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # The fence was exercised in both: every fenced row carries the lease's epoch.
@@ -177,4 +214,5 @@ for c in "${clients[@]}"; do
 	echo "| fenced one-row INSERT vs unfenced | $c | $(cell "fenced.c.$c") | $(cell "fenced.s.$c") ($(range <<<"${ratios[fenced.s.$c]}")) |"
 	echo "| acquire + release vs the two bare UPDATEs | $c | $(cell "cycle.c.$c") | $(cell "cycle.s.$c") ($(range <<<"${ratios[cycle.s.$c]}")) |"
 done
+echo "| takeover behind a stalled fenced writer, s from the stalled grant (ttl 2 s, takeover_timeout 1 s) | 1 | $(median <<<"${took[c]}") ($(range <<<"${took[c]}")) | $(median <<<"${took[s]}") ($(range <<<"${took[s]}")) |"
 echo "(pgbench, fsync on, pg_lease preloaded, a follower LISTENing in each database; medians over $rounds rounds of ${secs}s)"
