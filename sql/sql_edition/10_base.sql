@@ -49,9 +49,11 @@ CREATE FUNCTION @extschema@.lease_sql_setting(setting text)
 		(SELECT s.value FROM @extschema@.lease_sql_settings s WHERE s.name = setting))
 $setting$;
 
--- A setting as a count of units (a bare number: default_unit; else an
--- interval, in milliseconds), or its default.
-CREATE FUNCTION @extschema@.lease_sql_setting_ms(setting text, default_ms bigint)
+-- A setting in milliseconds (a bare number counts unit_ms each, as the
+-- C edition's GUC unit: 1000 for event_retention's seconds; else an
+-- interval), or its default.
+CREATE FUNCTION @extschema@.lease_sql_setting_ms(setting text, default_ms bigint,
+												 unit_ms bigint DEFAULT 1)
 	RETURNS bigint
 	LANGUAGE plpgsql STABLE
 	SET search_path = pg_catalog, pg_temp
@@ -62,7 +64,7 @@ BEGIN
 	IF raw IS NULL OR raw = '' THEN
 		RETURN default_ms;
 	ELSIF raw ~ '^\s*[0-9]+\s*$' THEN
-		RETURN raw::bigint;
+		RETURN raw::bigint * unit_ms;
 	END IF;
 	RETURN (extract(epoch FROM raw::interval) * 1000)::bigint;
 EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR numeric_value_out_of_range THEN

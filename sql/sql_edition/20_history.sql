@@ -10,14 +10,11 @@ CREATE FUNCTION @extschema@.lease_sql_record_event(event text, name text, holder
 	SET search_path = pg_catalog, pg_temp
 	AS $record$
 DECLARE
-	retention_ms bigint := @extschema@.lease_sql_setting_ms('pg_lease.event_retention', 2592000000);
+	-- pg_lease.event_retention is in seconds (a bare number) in the C edition
+	retention_ms bigint := @extschema@.lease_sql_setting_ms('pg_lease.event_retention', 2592000000, 1000);
 BEGIN
 	INSERT INTO @extschema@.lease_events (event, name, holder, epoch, expires_at, role, pid)
 	VALUES (event, name, holder, epoch, expires_at, session_user, pid);
-	-- pg_lease.event_retention is in seconds (a bare number) in the C edition
-	IF @extschema@.lease_sql_setting('pg_lease.event_retention') ~ '^\s*[0-9]+\s*$' THEN
-		retention_ms := retention_ms * 1000;
-	END IF;
 	IF retention_ms > 0 THEN
 		-- a new event of a lease deletes its events older than the
 		-- retention, in the same transaction (an index range scan on

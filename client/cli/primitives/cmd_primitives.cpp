@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "common/duration.hpp"
 #include "common/exit_codes.hpp"
+#include "common/over_backend.hpp"
 
 #include <pglease/error.hpp>
 #include <pglease/lease.hpp>
@@ -19,19 +20,6 @@
 namespace pglease::cli {
 namespace {
 
-constexpr std::chrono::milliseconds call_timeout{5000};
-
-/// Runs @p call over a backend of its own: its exit code, or the error's.
-template <typename Call>
-int over_backend(const global_options& g, Call&& call) {
-    try {
-        pglease::pq_backend db{make_connection_options(g, call_timeout)};
-        return call(db);
-    } catch (const std::exception& e) {
-        return report_error(e);
-    }
-}
-
 /// "pglease: lease "NAME" <what> by IDENTITY with epoch E<tail>".
 int not_held(const primitive_args& a, const char* what, const char* tail) {
     std::cerr << "pglease: lease \"" << a.lease << "\" " << what << " by " << a.identity
@@ -43,7 +31,7 @@ int not_held(const primitive_args& a, const char* what, const char* tail) {
 
 int cmd_acquire(const global_options& g, const primitive_args& a) {
     try {
-        pglease::pq_backend db{make_connection_options(g, call_timeout)};
+        pglease::pq_backend db{make_connection_options(g, one_shot_call_timeout)};
         pglease::lease_options o;
         o.identity = a.identity;
         o.ttl = a.ttl;

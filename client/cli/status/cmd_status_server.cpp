@@ -4,9 +4,8 @@
 /// and the PostgreSQL it runs on.
 #include "commands.hpp"
 #include "common/exit_codes.hpp"
+#include "common/over_backend.hpp"
 #include "common/table_format.hpp"
-
-#include <pglease/pq_backend.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -14,8 +13,6 @@
 
 namespace pglease::cli {
 namespace {
-
-constexpr std::chrono::milliseconds call_timeout{5000};
 
 /// "extension, preloaded", "extension, not preloaded", "extension" (not
 /// known) or "psql -f".
@@ -30,8 +27,7 @@ std::string installed_as(const pglease::installation& i) {
 } // namespace
 
 int cmd_status_server(const global_options& g, bool json) {
-    try {
-        pglease::pq_backend db{make_connection_options(g, call_timeout)};
+    return over_backend(g, [&](pglease::pq_backend& db) {
         const pglease::installation i = db.installation();
         if (json) {
             nlohmann::ordered_json j;
@@ -52,9 +48,7 @@ int cmd_status_server(const global_options& g, bool json) {
                       << std::flush;
         }
         return exit_ok;
-    } catch (const std::exception& e) {
-        return report_error(e);
-    }
+    });
 }
 
 } // namespace pglease::cli
