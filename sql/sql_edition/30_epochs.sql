@@ -1,12 +1,13 @@
 -- The role a lease function acts for: the role that called it (SET ROLE
 -- included), not the owner it runs as (SECURITY DEFINER). The C edition
 -- reads the outer user id; SQL has only the session's role setting.
+-- Inlined into its callers, as the key folds are (10_base.sql).
 CREATE FUNCTION @extschema@.lease_sql_caller()
 	RETURNS name
 	LANGUAGE sql STABLE
-	SET search_path = pg_catalog, pg_temp
 	AS $caller$
-	SELECT coalesce(nullif(current_setting('role'), 'none'), session_user)::name
+	SELECT CASE WHEN pg_catalog.current_setting('role') OPERATOR(pg_catalog.=) 'none' THEN session_user
+				ELSE pg_catalog.current_setting('role')::pg_catalog.name END
 $caller$;
 
 CREATE FUNCTION @extschema@.lease_sql_caller_is_superuser()

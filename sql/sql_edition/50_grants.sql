@@ -45,9 +45,10 @@ $refusal$;
 
 -- The row of lease name locked (FOR UPDATE when change, else FOR NO KEY
 -- UPDATE) if (holder, epoch) is its grant of record, expired or not; else
--- null. Another grant is refused, and another role's grant of record
--- raises 42501, before any lock is taken: a caller with the wrong epoch
--- cannot stall the holder's renewals by keeping its transaction open.
+-- null. A caller with another grant's epoch locks nothing (but in a race
+-- with the change that ended its grant), so it cannot stall the holder's
+-- renewals by keeping its transaction open. Another role's grant of
+-- record raises 42501, whose rollback drops the lock.
 CREATE FUNCTION @extschema@.lease_sql_grant_of_record(name text, holder text, epoch bigint,
 													  change boolean)
 	RETURNS @extschema@.leases
@@ -57,21 +58,21 @@ CREATE FUNCTION @extschema@.lease_sql_grant_of_record(name text, holder text, ep
 DECLARE
 	l @extschema@.leases;
 BEGIN
-	SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_sql_grant_of_record.name;
-	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch THEN
+	IF change THEN
+		SELECT * INTO l FROM @extschema@.leases r
+		 WHERE r.name = lease_sql_grant_of_record.name AND r.holder = lease_sql_grant_of_record.holder
+		   AND r.epoch = lease_sql_grant_of_record.epoch
+		   FOR UPDATE;
+	ELSE
+		SELECT * INTO l FROM @extschema@.leases r
+		 WHERE r.name = lease_sql_grant_of_record.name AND r.holder = lease_sql_grant_of_record.holder
+		   AND r.epoch = lease_sql_grant_of_record.epoch
+		   FOR NO KEY UPDATE;
+	END IF;
+	IF NOT FOUND THEN
 		RETURN NULL;
 	END IF;
 	PERFORM @extschema@.lease_sql_check_role(name, l.owner_role);
-	IF change THEN
-		SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_sql_grant_of_record.name
-		   FOR UPDATE;
-	ELSE
-		SELECT * INTO l FROM @extschema@.leases r WHERE r.name = lease_sql_grant_of_record.name
-		   FOR NO KEY UPDATE;
-	END IF;
-	IF NOT FOUND OR l.holder IS DISTINCT FROM holder OR l.epoch <> epoch THEN
-		RETURN NULL;
-	END IF;
 	RETURN l;
 END
 $grant_of_record$;

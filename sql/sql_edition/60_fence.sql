@@ -2,9 +2,9 @@
 -- with lease_use, listed in pg_lease.epoch, or the row's epoch column)
 -- share-locks its grant's fence lock until the transaction ends, then the
 -- lease row is read: the write passes only under the current, held,
--- unexpired epoch. The state of a transaction (tokens declared, grants
--- locked) lives in transaction-local settings, which a savepoint rolled
--- back undoes together with the advisory locks it took.
+-- unexpired epoch. The tokens a transaction declared live in a
+-- transaction-local setting, which a savepoint rolled back undoes, together
+-- with the advisory locks it took.
 
 -- Whether transaction id x (a row's xmax) committed: the 32-bit id is
 -- widened against the current snapshot, as it is recent.
@@ -29,51 +29,6 @@ BEGIN
 END
 $committed$;
 
--- The newest committed lease row, once the fence lock is held. Under
--- READ COMMITTED each statement reads it. Under REPEATABLE READ or
--- SERIALIZABLE the transaction's snapshot may predate a change: when the
--- version it sees was replaced by a committed one, the write is refused
--- with 40001 (retry the transaction), never passed.
-CREATE FUNCTION @extschema@.lease_sql_fence_row(lease text, OUT held boolean, OUT epoch bigint,
-												OUT expires_at timestamptz, OUT present boolean)
-	LANGUAGE plpgsql VOLATILE
-	SET search_path = pg_catalog, pg_temp
-	AS $fence_row$
-DECLARE
-	replaced xid;
-BEGIN
-	SELECT l.holder IS NOT NULL, l.epoch, l.expires_at, l.xmax
-	  INTO held, epoch, expires_at, replaced
-	  FROM @extschema@.leases l WHERE l.name = lease;
-	present := FOUND;	-- (an OUT parameter named found would hide FOUND)
-	IF present AND current_setting('transaction_isolation') <> 'read committed'
-	   AND @extschema@.lease_sql_committed(replaced) THEN
-		RAISE EXCEPTION 'could not serialize access due to a concurrent change of lease "%"', lease
-			USING ERRCODE = '40001',
-				  DETAIL = 'The lease changed after this transaction''s snapshot was taken.',
-				  HINT = 'Retry the transaction.';
-	END IF;
-END
-$fence_row$;
-
--- Share-lock the fence lock of (lease, epoch) once per transaction.
-CREATE FUNCTION @extschema@.lease_sql_fence_hold(lease text, epoch bigint)
-	RETURNS void
-	LANGUAGE plpgsql VOLATILE
-	SET search_path = pg_catalog, pg_temp
-	AS $fence_hold$
-DECLARE
-	locked jsonb := coalesce(nullif(current_setting('pg_lease_sql.locked', true), ''), '{}')::jsonb;
-BEGIN
-	IF (locked -> lease) @> to_jsonb(epoch) THEN
-		RETURN;
-	END IF;
-	PERFORM pg_advisory_xact_lock_shared(19539, @extschema@.lease_sql_fence_key(epoch));
-	PERFORM set_config('pg_lease_sql.locked',
-		jsonb_set(locked, ARRAY[lease], coalesce(locked -> lease, '[]') || to_jsonb(epoch))::text, true);
-END
-$fence_hold$;
-
 -- The epochs listed in pg_lease.epoch (empty: none).
 CREATE FUNCTION @extschema@.lease_sql_setting_epochs()
 	RETURNS bigint[]
@@ -81,17 +36,17 @@ CREATE FUNCTION @extschema@.lease_sql_setting_epochs()
 	SET search_path = pg_catalog, pg_temp
 	AS $setting_epochs$
 DECLARE
-	raw text := coalesce(current_setting('pg_lease.epoch', true), '');
+	raw text := current_setting('pg_lease.epoch', true);
+	listed numeric[];
 BEGIN
-	IF raw ~ '^\s*$' THEN
+	IF raw ~ '^\s*[0-9]+\s*(,\s*[0-9]+\s*)*$' THEN
+		listed := string_to_array(raw, ',')::numeric[];	-- (numeric's input skips the blanks)
+		IF 9223372036854775807 >= ALL (listed) THEN
+			RETURN listed::bigint[];
+		END IF;
+	ELSIF raw IS NULL OR raw ~ '^\s*$' THEN
 		RETURN '{}';
-	ELSIF raw !~ '^\s*[0-9]+\s*(,\s*[0-9]+\s*)*$' THEN
-		RAISE EXCEPTION 'invalid value for parameter "pg_lease.epoch": "%"', raw
-			USING ERRCODE = '22023',
-				  DETAIL = 'pg_lease.epoch must be a comma-separated list of positive epochs.';
 	END IF;
-	RETURN regexp_split_to_array(trim(raw), '\s*,\s*')::bigint[];
-EXCEPTION WHEN numeric_value_out_of_range THEN
 	RAISE EXCEPTION 'invalid value for parameter "pg_lease.epoch": "%"', raw
 		USING ERRCODE = '22023',
 			  DETAIL = 'pg_lease.epoch must be a comma-separated list of positive epochs.';
@@ -117,7 +72,7 @@ BEGIN
 	-- write: a token of another store's lease takes only its floor's lock).
 	SELECT l.epoch INTO current_epoch FROM @extschema@.leases l WHERE l.name = lease_use.name;
 	IF current_epoch = epoch THEN
-		PERFORM @extschema@.lease_sql_fence_hold(name, epoch);
+		PERFORM pg_advisory_xact_lock_shared(19539, @extschema@.lease_sql_fence_key(epoch));
 	END IF;
 END
 $use$;
@@ -135,6 +90,7 @@ DECLARE
 	source text;	-- declared, setting, row
 	token bigint;
 	store text;
+	raw text;		-- pg_lease.epoch
 	listed bigint[];
 	newrow jsonb;	-- NEW (or OLD for DELETE) as jsonb, made once
 BEGIN
@@ -166,7 +122,12 @@ BEGIN
 	IF token IS NOT NULL THEN
 		source := 'declared';
 	ELSE
-		listed := @extschema@.lease_sql_setting_epochs();
+		raw := current_setting('pg_lease.epoch', true);
+		IF raw ~ '^\s*[0-9]{1,18}\s*$' THEN
+			listed := ARRAY[raw::bigint];	-- one epoch, the usual case, parsed here
+		ELSE
+			listed := @extschema@.lease_sql_setting_epochs();
+		END IF;
 		IF cardinality(listed) > 0 THEN
 			source := 'setting';
 			token := listed[1];
@@ -227,38 +188,57 @@ CREATE FUNCTION @extschema@.lease_sql_fence_check(lease text, tbl text, source t
 	SET search_path = pg_catalog, pg_temp
 	AS $fence_check$
 DECLARE
-	r record;
+	held boolean;
+	current_epoch bigint;
+	expires_at timestamptz;
+	replaced xid;
+	present boolean;
 BEGIN
-	-- The grant's fence lock, then the newest row. With a list, the grant
-	-- may change between choosing and locking: if the new one is listed
-	-- too, lock that one instead (epochs only grow, so this ends).
+	-- The grant's fence lock (taken again, it is only counted), then the
+	-- newest row. With a list, the grant may change between choosing and
+	-- locking: if the new one is listed too, lock that one instead (epochs
+	-- only grow, so this ends).
 	LOOP
-		PERFORM @extschema@.lease_sql_fence_hold(lease, token);
-		r := @extschema@.lease_sql_fence_row(lease);
-		EXIT WHEN source <> 'setting' OR NOT r.present OR r.epoch <= token OR NOT r.epoch = ANY (listed);
-		token := r.epoch;
+		PERFORM pg_advisory_xact_lock_shared(19539, @extschema@.lease_sql_fence_key(token));
+		SELECT l.holder IS NOT NULL, l.epoch, l.expires_at, l.xmax
+		  INTO held, current_epoch, expires_at, replaced
+		  FROM @extschema@.leases l WHERE l.name = lease;
+		present := FOUND;
+		EXIT WHEN source <> 'setting' OR NOT present OR current_epoch <= token
+			OR NOT current_epoch = ANY (listed);
+		token := current_epoch;
 	END LOOP;
+	-- Under REPEATABLE READ or SERIALIZABLE the snapshot may predate a
+	-- change: when the version it sees was replaced by a committed one,
+	-- the write is refused with 40001 (retry the transaction), never passed.
+	IF present AND current_setting('transaction_isolation') <> 'read committed'
+	   AND @extschema@.lease_sql_committed(replaced) THEN
+		RAISE EXCEPTION 'could not serialize access due to a concurrent change of lease "%"', lease
+			USING ERRCODE = '40001',
+				  DETAIL = 'The lease changed after this transaction''s snapshot was taken.',
+				  HINT = 'Retry the transaction.';
+	END IF;
 
 	-- Each test fails closed: a NULL never lets the write through.
-	IF r.present IS NOT TRUE THEN
+	IF present IS NOT TRUE THEN
 		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" does not exist', tbl, lease
 			USING ERRCODE = 'LS002', DETAIL = format('The write carries epoch %s.', token);
-	ELSIF token < r.epoch THEN
+	ELSIF token < current_epoch THEN
 		RAISE EXCEPTION 'fenced write to "%" rejected: epoch % of lease "%" is stale', tbl, token, lease
 			USING ERRCODE = 'LS001',
-				  DETAIL = format('The current epoch is %s; a newer grant replaced the writer''s.', r.epoch),
+				  DETAIL = format('The current epoch is %s; a newer grant replaced the writer''s.', current_epoch),
 				  HINT = 'The writer no longer leads: it must stop and acquire the lease again.';
-	ELSIF token <> r.epoch THEN
+	ELSIF token <> current_epoch THEN
 		RAISE EXCEPTION 'fenced write to "%" rejected: epoch % was never granted for lease "%"', tbl, token, lease
-			USING ERRCODE = 'LS001', DETAIL = format('The current epoch is %s.', r.epoch);
-	ELSIF r.held IS NOT TRUE THEN
+			USING ERRCODE = 'LS001', DETAIL = format('The current epoch is %s.', current_epoch);
+	ELSIF held IS NOT TRUE THEN
 		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" is not held', tbl, lease
 			USING ERRCODE = 'LS002',
 				  DETAIL = format('Epoch %s is the latest grant, but it was released or revoked.', token);
-	ELSIF r.expires_at IS NULL OR clock_timestamp() >= r.expires_at THEN
+	ELSIF expires_at IS NULL OR clock_timestamp() >= expires_at THEN
 		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" expired', tbl, lease
 			USING ERRCODE = 'LS002',
-				  DETAIL = format('Epoch %s is the latest grant, but it expired at %s.', token, r.expires_at);
+				  DETAIL = format('Epoch %s is the latest grant, but it expired at %s.', token, expires_at);
 	END IF;
 	RETURN token;
 END

@@ -10,10 +10,9 @@
 CREATE FUNCTION @extschema@.lease_sql_floor_key(store text, name text, epoch bigint)
 	RETURNS integer
 	LANGUAGE sql IMMUTABLE
-	SET search_path = pg_catalog, pg_temp
 	AS $floor_key$
-	SELECT @extschema@.lease_sql_fence_key(
-		hashtextextended(name COLLATE "C", hashtextextended(store COLLATE "C", epoch)))
+	SELECT @extschema@.lease_sql_fence_key(pg_catalog.hashtextextended(name COLLATE pg_catalog."C",
+		pg_catalog.hashtextextended(store COLLATE pg_catalog."C", epoch)))
 $floor_key$;
 
 CREATE FUNCTION @extschema@.lease_store_id()
