@@ -119,6 +119,22 @@ void overlaps(std::vector<interval> is, F&& on_overlap) {
     }
 }
 
+/// Per fault that hit a leading process: from the fault to its stop token
+/// firing (the figure docs/safety.md gives for network faults).
+void step_downs(check_context& c) {
+    const auto calls = callback_intervals(c);
+    for (const auto& f : c.faults) {
+        if (f.target.empty())
+            continue;
+        for (const interval& i : calls)
+            if (i.lease == f.lease && i.identity.substr(0, i.identity.find('.')) == f.target &&
+                i.begin <= f.t && i.end >= f.t) {
+                c.report.kinds[f.kind].stepdown_ms.push_back(static_cast<double>(i.end - f.t) / 1e6);
+                break;
+            }
+    }
+}
+
 } // namespace
 
 void check_beliefs(check_context& c) {
@@ -137,6 +153,7 @@ void check_beliefs(check_context& c) {
     overlaps(callback_intervals(c), [&](const interval&, const interval& b) {
         ++c.at(b.lease, b.begin).callback_overlaps;
     });
+    step_downs(c);
 }
 
 } // namespace fault

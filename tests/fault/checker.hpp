@@ -46,6 +46,7 @@ struct kind_stats {
     long allowed_overlaps = 0;  ///< I4 overlaps where allowed (clock steps, async failover)
     double longest_leaderless_ms = 0;
     std::vector<double> recovery_ms;        ///< injection to next successful acquire/renew
+    std::vector<double> stepdown_ms;        ///< injection to the leader's stop token firing
     std::map<std::string, long> violations; ///< per invariant
     std::map<std::string, int> notes;       ///< injection details
 };

@@ -317,4 +317,48 @@ bool inject_netcut(phase& ph, const std::string& lease, cut_way way) {
     return hit;
 }
 
+bool inject_netslow(phase& ph, const std::string& lease, const std::string& kind) {
+    if (ph.disabled(kind))
+        return false;
+    auto l = ph.wait_leader(lease, 5000);
+    if (!l)
+        return false;
+    pglease_test::tcp_relay* link = ph.relay_of(l->label);
+    if (link == nullptr)
+        return false;
+    using ms = pglease_test::tcp_relay::ms;
+    const int ttl = ph.m_s.ttl_ms;
+    (void)link->take_slowed();
+    const auto t = mono_ns();
+    if (kind == "netdelay")
+        link->set_delay(ms{ttl * 3 / 2});
+    else if (kind == "netjitter")
+        link->set_delay(ms{ttl / 2}, ms{ttl});
+    bool held = false;
+    std::int64_t flip = t;
+    bool hit = false;
+    while (!hit && mono_ns() < t + std::int64_t{5} * ttl * 1000000 && !interrupted()) {
+        if (kind == "netflap" && mono_ns() >= flip) {
+            held = !held;
+            held ? link->cut(true, true) : link->heal();
+            flip = mono_ns() + std::int64_t{held ? ph.uniform(ttl / 2, ttl * 3 / 2)
+                                                 : ph.uniform(ttl / 10, ttl * 3 / 10)} *
+                                   1000000;
+        }
+        const std::string holder = valid_holder(ph, lease);
+        hit = !holder.empty() && !same_process(holder, l->label);
+        if (!hit)
+            sleep_ms(20);
+    }
+    if (hit)
+        settle(ttl); // a follower while still slowed (or held)
+    link->heal();
+    hit = hit && link->take_slowed() > 0;
+    // Renewals that arrive late may extend the grant after its holder gave
+    // it up: the next grant waits for that expiry.
+    if (hit)
+        ph.record({kind, lease, t, mono_ns(), "", l->label, false, std::int64_t{ttl} * 3 / 2, 0});
+    return hit;
+}
+
 } // namespace fault

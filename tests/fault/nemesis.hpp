@@ -45,5 +45,12 @@ void wait_replication(phase& ph, bool sync);
 /// then heals it ("netcut-both", "netcut-in", "netcut-out"). Effective
 /// when another process led while it was cut off.
 bool inject_netcut(phase& ph, const std::string& lease, cut_way way);
+/// Slows the leader's link (phase::use_relays) until another process leads
+/// (at most 5 x ttl) and one ttl more, then heals it: "netdelay" (each way
+/// 1.5 x ttl late), "netjitter" (each way 0.5 to 1.5 x ttl late, in
+/// order), "netflap" (held 0.5 to 1.5 x ttl, then up 0.1 to 0.3 x ttl, in
+/// turn). What was in flight arrives after the heal. Effective when the
+/// link slowed the leader's traffic and another process led meanwhile.
+bool inject_netslow(phase& ph, const std::string& lease, const std::string& kind);
 
 } // namespace fault

@@ -200,11 +200,25 @@ int phase::host_of(const std::string& label) const {
     return -1;
 }
 
+pglease_test::tcp_relay* phase::relay_of(const std::string& label) {
+    const int i = host_of(label);
+    return i >= 0 && i < static_cast<int>(m_relays.size()) ? m_relays[static_cast<std::size_t>(i)].get()
+                                                          : nullptr;
+}
+
 int phase::spawn_worker(const std::string& lease, bool storm, int host) {
     const std::string label = "p" + std::to_string(m_next_label++);
     const std::string hist = m_dir + "/" + label + ".jsonl";
     std::string conninfo = m_conninfo;
-    if (m_hosts) {
+    if (m_relay_count > 0) {
+        while (static_cast<int>(m_relays.size()) < m_relay_count)
+            m_relays.push_back(std::make_unique<pglease_test::tcp_relay>("127.0.0.1", primary().port()));
+        if (host < 0)
+            host = m_next_host++ % m_relay_count;
+        conninfo = "host=127.0.0.1 port=" +
+                   std::to_string(m_relays[static_cast<std::size_t>(host)]->port()) +
+                   " user=postgres dbname=postgres";
+    } else if (m_hosts) {
         if (host < 0)
             host = m_next_host++ % m_hosts->size();
         conninfo = "host=" + m_hosts->server_addr(host) +

@@ -8,6 +8,7 @@
 #include "cluster.hpp"
 #include "netns.hpp"
 #include "options.hpp"
+#include "tcp_relay.hpp"
 
 #include <pqxx/connection>
 #include <pqxx/nontransaction>
@@ -58,6 +59,11 @@ public:
     /// The hosts, or nullptr; the host of worker @p label (-1 if none).
     [[nodiscard]] const net_hosts* hosts() const noexcept { return m_hosts.get(); }
     [[nodiscard]] int host_of(const std::string& label) const;
+    /// Each worker through a slow link of its own (tcp_relay.hpp) to the
+    /// primary: @p n links, taken in turn as hosts are. Before the workers.
+    void use_relays(int n) { m_relay_count = n; }
+    /// The link worker @p label connects through, or nullptr.
+    [[nodiscard]] pglease_test::tcp_relay* relay_of(const std::string& label);
     /// A downstream database on the primary's cluster (downstream.hpp):
     /// workers also write there, and raise its floors at each term.
     void add_downstream();
@@ -111,7 +117,7 @@ private:
     struct proc {
         std::string label, lease, history;
         int pid;
-        int host = -1; ///< index in m_hosts, or -1
+        int host = -1; ///< index in m_hosts (or m_relays), or -1
     };
     std::string m_name;
     std::mt19937& m_rng;
@@ -130,6 +136,8 @@ private:
     std::string m_control_to;                    ///< ... and its conninfo
     bool m_listen = true;
     int m_sample_ms = 2, m_write_interval_ms = 20;
+    int m_relay_count = 0;
+    std::vector<std::unique_ptr<pglease_test::tcp_relay>> m_relays;
     std::unique_ptr<net_hosts> m_hosts; ///< last: removed after the workers ended
     int m_next_host = 0;
 };

@@ -29,6 +29,7 @@ plan make_plan(const settings& s) {
     p.mixed_s = s.duration_s;
     p.pause = 250;
     p.netcut = 30;
+    p.netslow = 30;
     p.kill = 100;
     p.terminate = 500;
     p.crash = 100;
@@ -132,6 +133,23 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
                      });
                  },
                  true};
+        return run_single(s, rng, d);
+    });
+    run("netslow", [&] {
+        static const char* kinds[] = {"netdelay", "netjitter", "netflap"};
+        const int n = p.netslow; // of each kind
+        single d{"netslow",
+                 {{"netdelay", n}, {"netjitter", n}, {"netflap", n}},
+                 floors({{"netdelay", n}, {"netjitter", n}, {"netflap", n}}, 3 * n, 100, 2),
+                 false,
+                 [&](phase& ph) {
+                     until_effective(3 * n, [&](int i) {
+                         const bool hit = inject_netslow(ph, "l0", kinds[i % 3]);
+                         settle(ttl * 3 / 2 + ph.uniform(0, 500));
+                         return hit;
+                     });
+                 }};
+        d.relays = true;
         return run_single(s, rng, d);
     });
     run("kill", [&] {

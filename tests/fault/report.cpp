@@ -42,8 +42,9 @@ int print_report(const settings& s, const std::vector<checked_phase>& phases) {
               << ", ttl " << s.ttl_ms << " ms, retry " << s.retry_ms << " ms, takeover "
               << s.takeover_ms << " ms\n\n";
     std::cout << "| phase | fault kind | planned | effective | grants | acknowledged | refused | "
-                 "violations | longest leaderless (ms) | recovery p50 / p99 (ms) |\n";
-    std::cout << "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+                 "violations | longest leaderless (ms) | recovery p50 / p99 (ms) | "
+                 "step-down p50 / p99 / max (ms) |\n";
+    std::cout << "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
     long violations = 0;
     for (const auto& [b, rep] : phases) {
         for (const auto& [kind, k] : rep.kinds) {
@@ -51,10 +52,15 @@ int print_report(const settings& s, const std::vector<checked_phase>& phases) {
             if (!k.recovery_ms.empty())
                 rec = fixed0(percentile(k.recovery_ms, 0.5)) + " / " +
                       fixed0(percentile(k.recovery_ms, 0.99));
+            std::string down = "-";
+            if (!k.stepdown_ms.empty())
+                down = fixed0(percentile(k.stepdown_ms, 0.5)) + " / " +
+                       fixed0(percentile(k.stepdown_ms, 0.99)) + " / " +
+                       fixed0(percentile(k.stepdown_ms, 1.0));
             std::cout << "| " << b.phase << " | " << kind << " | " << k.planned << " | "
                       << k.effective << " | " << k.grants << " | " << k.acked << " | " << k.refused
                       << " | " << total(k.violations) << " | " << fixed0(k.longest_leaderless_ms)
-                      << " | " << rec << " |\n";
+                      << " | " << rec << " | " << down << " |\n";
         }
         violations += total(rep.counts);
     }

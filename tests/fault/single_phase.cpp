@@ -21,6 +21,8 @@ phase_bundle run_single(const settings& s, std::mt19937& rng, const single& def)
     phase ph{s, def.name, rng};
     if (def.hosts)
         ph.use_hosts(3);
+    if (def.relays)
+        ph.use_relays(3);
     ph.start_primary({"l0"}, def.faketime);
     if (def.faketime)
         ph.set_worker_env({std::string{"LD_PRELOAD="} + faketime_lib, "FAKETIME_NO_CACHE=1",

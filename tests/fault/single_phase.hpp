@@ -26,7 +26,8 @@ struct single {
     phase_floors floors;
     bool faketime = false;
     std::function<void(phase&)> body;
-    bool hosts = false; ///< each worker on a host of its own (netns.hpp)
+    bool hosts = false;  ///< each worker on a host of its own (netns.hpp)
+    bool relays = false; ///< each worker through a slow link of its own (tcp_relay.hpp)
 };
 
 /// Runs @p def: starts the cluster and the workers, waits for a leader,
