@@ -91,6 +91,10 @@ DECLARE
 	token bigint;
 	store text;
 	raw text;		-- pg_lease.epoch
+	-- TG_TABLE_NAME as text of the default collation: passed as a name
+	-- (collation "C"), it would make the callee's text parameters "C" too,
+	-- and their lookups could not use the leases' and floors' indexes
+	tbl text := TG_TABLE_NAME;
 	listed bigint[];
 	newrow jsonb;	-- NEW (or OLD for DELETE) as jsonb, made once
 BEGIN
@@ -160,10 +164,10 @@ BEGIN
 
 	IF store IS NOT NULL THEN
 		-- Downstream: only a token named for the lease moves the floor.
-		token := @extschema@.lease_sql_floor_check(store, lease, TG_TABLE_NAME, source = 'declared',
+		token := @extschema@.lease_sql_floor_check(store, lease, tbl, source = 'declared',
 			CASE WHEN source = 'setting' THEN listed ELSE ARRAY[token] END);
 	ELSE
-		token := @extschema@.lease_sql_fence_check(lease, TG_TABLE_NAME, source, token, listed);
+		token := @extschema@.lease_sql_fence_check(lease, tbl, source, token, listed);
 	END IF;
 
 	IF TG_OP = 'TRUNCATE' THEN

@@ -166,6 +166,28 @@ check "one below it is stale (LS001), one equal to it passes" \
 check "the app role may not raise a floor directly" \
 	test "$(sqlstate "SELECT lease_sql_floor_raise('other-store/db', 'L', 900)")" = 42501
 
+# --- 5c. the fence finds its lease row and its floor through their indexes --
+# (the trigger once passed the table's name, collation "C", along with the
+# lease's: the lookups compared in "C" and read every row of both tables)
+q "DO \$\$ BEGIN FOR i IN 1 .. 3000 LOOP PERFORM lease_acquire('many-' || i, 'h', '1 day');
+	PERFORM lease_sql_floor_raise('other-store/db', 'many-' || i, 7); END LOOP; END \$\$" >/dev/null
+e5c=$(as_user "SELECT epoch FROM lease_acquire('tk', 'a', '30s')")
+# scans_after EPOCH WRITE: the sequential scans of both tables a fenced
+# write under pg_lease.epoch = EPOCH made (its session's stats flushed), or
+# "failed"
+scans_after() {
+	local out
+	out=$(PGUSER=app_user psql -X -q -A -t -v ON_ERROR_STOP=1 \
+		-c "SELECT sum(seq_scan) FROM pg_stat_user_tables WHERE relname IN ('leases', 'lease_floor_rows')" \
+		-c "BEGIN" -c "SET LOCAL pg_lease.epoch = $1" -c "$2" -c "COMMIT" \
+		-c "SELECT pg_stat_force_next_flush()" \
+		-c "SELECT sum(seq_scan) FROM pg_stat_user_tables WHERE relname IN ('leases', 'lease_floor_rows')" 2>&1) ||
+		{ echo failed; return; }
+	sed -n '1p;$p' <<<"$out" | paste -sd' ' | awk '{ print $2 - $1 }'
+}
+check "a fenced write reads neither the leases nor the floors through (3,000 rows each)" \
+	test "$(scans_after "$e5c" "INSERT INTO jobs VALUES (50, 'indexed', NULL)")/$(scans_after 500 "INSERT INTO down VALUES (50, NULL)")" = 0/0
+
 # --- 6. dump and restore into a new database: epochs never go back ---------
 # pg_dump must be at least the server's major: the server's own, or the
 # system's when that is new enough (the other majors' servers here come
