@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,7 +44,12 @@ struct socket_pair {
     socket_pair& operator=(socket_pair&&) = delete;
 
     /// Blocks like libpq waiting for the reply: bytes read (0 at shutdown).
+    /// What the call's end read: 1 (a reply), 0 (EOF: shut down), -1
+    /// (error), or -2 when nothing came within 5 s (a call left hanging).
     ssize_t wait_reply() const {
+        pollfd p{fd[0], POLLIN, 0};
+        if (::poll(&p, 1, 5000) <= 0)
+            return -2;
         char b = 0;
         return ::recv(fd[0], &b, 1, 0);
     }
