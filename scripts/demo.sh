@@ -23,18 +23,22 @@
 #                                 # PGLEASE names the binary (default build/client/cli/pglease)
 #   scripts/demo.sh --sql-edition # the same story on the SQL edition (pg_lease_sql, no C),
 #                                 # installed with psql -f by a database owner who is no superuser
+#   scripts/demo.sh --partition   # and a leader on a host of its own cut off the network
+#                                 # (root: a network namespace, nftables; scripts/demo_partition.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 build=1
 edition=pg_lease
+partition=0
 for arg in "$@"; do
 	case $arg in
 	--no-build) build=0 ;;
 	--sql-edition) edition=pg_lease_sql ;;
+	--partition) partition=1 ;;
 	-h | --help)
-		sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -62,7 +66,18 @@ PGLEASE=${PGLEASE:-$root/build/client/cli/pglease}
 [ -x "$PGLEASE" ] || { echo "demo.sh: no pglease binary at $PGLEASE (build first, or set PGLEASE)" >&2; exit 1; }
 
 source tests/harness/pg_cluster.sh
-pg_cluster_start demo
+if [ $partition = 1 ]; then
+	# The server listens on the link of host `cut` too (the scene's leader).
+	[ "$(id -u)" -eq 0 ] || { echo "demo.sh: --partition needs root (network namespaces)" >&2; exit 1; }
+	source tests/harness/netns.sh
+	net_host cut
+	trap 'net_destroy_all; pg_cluster_stop_all' EXIT # until cleanup() below takes over
+	pg_cluster_init demo
+	echo "host all all 10.231.0.0/16 trust" | pg_as_owner tee -a "$(pg_cluster_dir demo)/data/pg_hba.conf" >/dev/null
+	pg_cluster_start demo "-c listen_addresses=127.0.0.1,$(net_server_addr cut)"
+else
+	pg_cluster_start demo
+fi
 
 # --- helpers -------------------------------------------------------------------
 
@@ -84,6 +99,7 @@ cleanup()
 		kill -CONT -"$(cat "$f")" 2>/dev/null || true
 		kill -KILL -"$(cat "$f")" 2>/dev/null || true
 	done
+	[ $partition = 0 ] || net_destroy_all
 	rm -rf "$DIR"
 	pg_cluster_stop_all
 }
@@ -287,6 +303,8 @@ handover=$(value "SELECT round(extract(epoch FROM (g.time - r.time)) * 1000)::in
 [ -n "$handover" ] || fail "no release of epoch $E3 followed by a grant of $E4"
 good "hand-over: $L4 leads with epoch $E4, $handover ms after $L3's release ($(ms_since "$stopped_at") ms after the SIGTERM, including the job's exit)"
 sleep 0.6
+
+[ $partition = 0 ] || source scripts/demo_partition.sh
 
 say "Everyone stops"
 for w in "${!PID[@]}"; do
