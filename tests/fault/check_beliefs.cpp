@@ -129,7 +129,8 @@ void step_downs(check_context& c) {
         for (const interval& i : calls)
             if (i.lease == f.lease && i.identity.substr(0, i.identity.find('.')) == f.target &&
                 i.begin <= f.t && i.end >= f.t) {
-                c.report.kinds[f.kind].stepdown_ms.push_back(static_cast<double>(i.end - f.t) / 1e6);
+                c.report.kinds[f.kind].stepdown_ms.push_back(static_cast<double>(i.end - f.t) /
+                                                             1e6);
                 break;
             }
     }

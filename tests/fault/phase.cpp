@@ -202,8 +202,9 @@ int phase::host_of(const std::string& label) const {
 
 pglease_test::tcp_relay* phase::relay_of(const std::string& label) {
     const int i = host_of(label);
-    return i >= 0 && i < static_cast<int>(m_relays.size()) ? m_relays[static_cast<std::size_t>(i)].get()
-                                                          : nullptr;
+    return i >= 0 && i < static_cast<int>(m_relays.size())
+               ? m_relays[static_cast<std::size_t>(i)].get()
+               : nullptr;
 }
 
 int phase::spawn_worker(const std::string& lease, bool storm, int host) {
@@ -212,7 +213,8 @@ int phase::spawn_worker(const std::string& lease, bool storm, int host) {
     std::string conninfo = m_conninfo;
     if (m_relay_count > 0) {
         while (static_cast<int>(m_relays.size()) < m_relay_count)
-            m_relays.push_back(std::make_unique<pglease_test::tcp_relay>("127.0.0.1", primary().port()));
+            m_relays.push_back(
+                std::make_unique<pglease_test::tcp_relay>("127.0.0.1", primary().port()));
         if (host < 0)
             host = m_next_host++ % m_relay_count;
         conninfo = "host=127.0.0.1 port=" +

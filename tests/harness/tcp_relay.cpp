@@ -84,7 +84,9 @@ struct tcp_relay::state {
     std::mt19937 rng{std::random_device{}()};
 };
 
-tcp_relay::tcp_relay(std::string host, int port) : m_host(std::move(host)), m_target_port(port) {
+tcp_relay::tcp_relay(std::string host, int port)
+    : m_host(std::move(host))
+    , m_target_port(port) {
     m_listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (m_listen_fd < 0)
         fail("tcp_relay: socket");
@@ -174,7 +176,8 @@ void tcp_relay::run() {
                 short out = 0;
                 if (cut[static_cast<std::size_t>(i)]) {
                     int pending = 0;
-                    if (!w.queue.empty() || (!w.eof && ::ioctl(w.from, FIONREAD, &pending) == 0 && pending > 0))
+                    if (!w.queue.empty() ||
+                        (!w.eof && ::ioctl(w.from, FIONREAD, &pending) == 0 && pending > 0))
                         ++slowed;
                 } else {
                     if (!w.eof && w.queued < max_queued)
@@ -207,12 +210,14 @@ void tcp_relay::run() {
                     if (n > 0) {
                         auto due = t + delay;
                         if (jitter.count() > 0)
-                            due += ms{std::uniform_int_distribution<long long>{0, jitter.count()}(st.rng)};
+                            due += ms{std::uniform_int_distribution<long long>{0, jitter.count()}(
+                                st.rng)};
                         due = std::max(due, w.last_due);
                         w.last_due = due;
                         if (delay.count() > 0 || jitter.count() > 0)
                             ++slowed;
-                        w.queue.push_back({due, std::string(buf.data(), static_cast<std::size_t>(n))});
+                        w.queue.push_back(
+                            {due, std::string(buf.data(), static_cast<std::size_t>(n))});
                         w.queued += static_cast<std::size_t>(n);
                     } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
                         w.eof = true;
@@ -220,7 +225,8 @@ void tcp_relay::run() {
                 }
                 if ((fds[k + 1].revents & POLLOUT) != 0 && !w.queue.empty()) {
                     chunk& h = w.queue.front();
-                    const auto n = ::send(w.to, h.bytes.data() + h.sent, h.bytes.size() - h.sent, MSG_NOSIGNAL);
+                    const auto n = ::send(w.to, h.bytes.data() + h.sent, h.bytes.size() - h.sent,
+                                          MSG_NOSIGNAL);
                     if (n > 0) {
                         h.sent += static_cast<std::size_t>(n);
                         if (h.sent == h.bytes.size()) {
