@@ -242,8 +242,12 @@ int phase::spawn_worker(const std::string& lease, bool storm, int host) {
                                   "--write-interval=" + std::to_string(m_write_interval_ms),
                                   std::string{"--storm="} + (storm ? "1" : "0"),
                                   "--seed=" + std::to_string(m_rng())};
+    // Downstream on the same cluster: over the worker's own link, so that a
+    // cut or a slow link holds its downstream writes too.
     if (!m_downstream.empty())
-        argv.push_back("--downstream=" + m_downstream);
+        argv.push_back("--downstream=" + (conninfo == m_conninfo
+                                              ? m_downstream
+                                              : conninfo + " dbname=" + downstream_dbname));
     if (m_hosts) {
         auto in_host = m_hosts->exec_prefix(host);
         in_host.insert(in_host.end(), argv.begin(), argv.end());

@@ -133,6 +133,7 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
                      });
                  },
                  true};
+        d.downstream = true;
         return run_single(s, rng, d);
     });
     run("netslow", [&] {
@@ -150,6 +151,7 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
                      });
                  }};
         d.relays = true;
+        d.downstream = true;
         return run_single(s, rng, d);
     });
     run("kill", [&] {

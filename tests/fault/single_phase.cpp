@@ -24,6 +24,8 @@ phase_bundle run_single(const settings& s, std::mt19937& rng, const single& def)
     if (def.relays)
         ph.use_relays(3);
     ph.start_primary({"l0"}, def.faketime);
+    if (def.downstream)
+        ph.add_downstream();
     if (def.faketime)
         ph.set_worker_env({std::string{"LD_PRELOAD="} + faketime_lib, "FAKETIME_NO_CACHE=1",
                            "FAKETIME_DONT_FAKE_MONOTONIC=1",

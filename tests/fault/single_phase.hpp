@@ -26,8 +26,9 @@ struct single {
     phase_floors floors;
     bool faketime = false;
     std::function<void(phase&)> body;
-    bool hosts = false;  ///< each worker on a host of its own (netns.hpp)
-    bool relays = false; ///< each worker through a slow link of its own (tcp_relay.hpp)
+    bool hosts = false;      ///< each worker on a host of its own (netns.hpp)
+    bool relays = false;     ///< each worker through a slow link of its own (tcp_relay.hpp)
+    bool downstream = false; ///< workers also write to a downstream database (downstream.hpp)
 };
 
 /// Runs @p def: starts the cluster and the workers, waits for a leader,
