@@ -7,7 +7,7 @@
 /// connect ever hears back. Each call must return (fail) by its bound:
 /// the caller's deadline, call_timeout or acquire_timeout, plus the
 /// watchdog's grace for the cancel (200 ms) and the severing after it.
-#include "nft_cut.hpp"
+#include "net_host.hpp"
 #include "pglease/error.hpp"
 #include "pglease/fence.hpp"
 #include "pglease/lease.hpp"
@@ -30,25 +30,8 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-std::string conninfo() {
-    const char* c = std::getenv("PGLEASE_NET_CONNINFO");
-    return c != nullptr ? c : "";
-}
-
-void run(const std::string& cmd) {
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-}
-
-/// Cuts this host off (both ways) for the life of the object.
-class cut {
-public:
-    cut() { run(pglease_test::shell_words(pglease_test::nft_cut())); }
-    ~cut() { (void)std::system(pglease_test::shell_words(pglease_test::nft_heal()).c_str()); }
-    cut(const cut&) = delete;
-    cut& operator=(const cut&) = delete;
-    cut(cut&&) = delete;
-    cut& operator=(cut&&) = delete;
-};
+using pglease_test::net_conninfo;
+using cut = pglease_test::host_cut;
 
 /// The time @p call took to fail (it must throw pglease::error).
 steady::duration time_to_fail(const std::function<void()>& call) {
@@ -67,8 +50,8 @@ constexpr auto slack = 1s;
 class net_bounds : public ::testing::Test {
 protected:
     void SetUp() override {
-        ASSERT_FALSE(conninfo().empty()) << "PGLEASE_NET_CONNINFO must name the server";
-        o.conninfo = conninfo();
+        ASSERT_FALSE(net_conninfo().empty()) << "PGLEASE_NET_CONNINFO must name the server";
+        o.conninfo = net_conninfo();
         o.call_timeout = 1500ms;
         o.acquire_timeout = 2500ms;
         name =
@@ -151,7 +134,7 @@ TEST_F(net_bounds, a_fenced_transaction_ends_by_its_lease_deadline) {
     lo.ttl = 3s;
     pglease::lease l{db(), name + "/fenced", lo};
     ASSERT_TRUE(l.acquire());
-    pqxx::connection app{conninfo()};
+    pqxx::connection app{net_conninfo()};
     {
         pqxx::work tx{app};
         tx.exec0("CREATE TABLE IF NOT EXISTS net_t (v int)");
