@@ -137,6 +137,18 @@ wait_for()
 	done
 }
 new_holder() { local h; h=$(holder); [ -n "$h" ] && [ "$h" != "$1" ]; }
+# stop_all_workers: SIGTERM to every worker's pglease, then wait for each.
+stop_all_workers()
+{
+	local w
+	for w in "${!PID[@]}"; do
+		kill -TERM "${PID[$w]}" 2>/dev/null || true
+	done
+	for w in "${!PID[@]}"; do
+		wait "${PID[$w]}" 2>/dev/null || true
+	done
+	PID=()
+}
 
 # The job every worker runs under `pglease run`: append a row every 200 ms
 # with plain psql, to the ledger and to its copy in a second database.
@@ -307,13 +319,7 @@ sleep 0.6
 [ $partition = 0 ] || source scripts/demo_partition.sh
 
 say "Everyone stops"
-for w in "${!PID[@]}"; do
-	kill -TERM "${PID[$w]}" 2>/dev/null || true
-done
-for w in "${!PID[@]}"; do
-	wait "${PID[$w]}" 2>/dev/null || true
-done
-PID=()
+stop_all_workers
 [ -z "$(holder)" ] || fail "the lease is still held after every worker stopped"
 good "the last leader released the lease on its way out"
 

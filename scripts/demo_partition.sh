@@ -20,13 +20,7 @@ is_holder() { [ "$(holder)" = "$1" ]; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
 
 say "A partition: the leader runs on a host of its own, and that host is cut off the network"
-for w in "${!PID[@]}"; do
-	kill -TERM "${PID[$w]}" 2>/dev/null || true
-done
-for w in "${!PID[@]}"; do
-	wait "${PID[$w]}" 2>/dev/null || true
-done
-PID=()
+stop_all_workers
 start_worker_on_host worker-net
 wait_for 10 is_holder worker-net || fail "worker-net, on its own host, did not lead"
 EN=$(epoch)
