@@ -38,6 +38,8 @@
 #                        filter through GTEST_FILTER)
 #   fault:PHASE[,PHASE]  pglease_fault --profile short --only PHASE,...
 #                        (its own clusters, from the private install)
+#   net[:FILTER]         tests/net/bounds.sh: the net tests binary on a host
+#                        of its own, cut off by nftables (root; gtest filter)
 # A suite list is taken word by word, never expanded as file names (a
 # gtest filter such as unit:slow_rounds.* is passed as written).
 #
@@ -150,6 +152,7 @@ suite_target()
 	cli-unit) echo pglease_cli_unit_tests ;;
 	cli) echo pglease ;;
 	fault) echo pglease_fault ;;
+	net) echo pglease_net_tests ;;
 	clusters) cluster_binary "$1" ;;
 	esac
 }
@@ -240,6 +243,7 @@ suite_timeout()
 	cli:*) echo 120 ;;
 	clusters:*) echo 300 ;;
 	fault:*) echo 600 ;;
+	net | net:*) echo 300 ;;
 	esac
 }
 
@@ -269,6 +273,8 @@ run_suite()
 			"$BUILD/tests/client/$(cluster_binary "$suite")")
 		;;
 	fault) cmd=(env PG_BIN="$PG_BIN" "$BUILD/tests/fault/pglease_fault" --profile short --only "$names") ;;
+	net) cmd=(env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE -u PG_CLUSTER_ROOT PG_BIN="$PG_BIN"
+		bash "$SRC/tests/net/bounds.sh" "$BUILD/tests/net/pglease_net_tests" "${filter[@]}") ;;
 	*) die "unknown suite $suite" ;;
 	esac
 	rm -f "$SRC"/regress/regression.diffs "$SRC"/regress/output_iso/regression.diffs
@@ -290,7 +296,7 @@ failed_detail()
 			"$SCRATCH/last.log" | sort -u | paste -sd, -)
 		echo "${suite%%:*}:${tests:-${suite#*:}}"
 		;;
-	unit | unit:* | integration:* | cli-unit | cli-unit:* | clusters:*)
+	unit | unit:* | integration:* | cli-unit | cli-unit:* | clusters:* | net | net:*)
 		# whole names, parameterized ones too (Prefix/Suite.Test/3)
 		tests=$(sed -n 's/^\[  FAILED  \] \([^ ,]*\)\( (\|, where\).*/\1/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
 		local kind=${suite%%:*}

@@ -1,6 +1,7 @@
 /// @file check_writes.cpp
-/// @brief I2 (no stale write commits) and I3 (acknowledged work is there,
-/// refused, failed and rolled-back work is not, transactions are atomic).
+/// @brief I2 (no stale write commits), I3 (acknowledged work is there,
+/// refused, failed and rolled-back work is not, transactions are atomic)
+/// and B1 (a write with a time bound ended by it).
 ///
 /// Order of writes and grants: every fw_<lease> row gets its place in
 /// fault_order from a deferred constraint trigger at COMMIT (while the
@@ -118,6 +119,26 @@ void atomicity(check_context& c, const std::set<write_key>& present) {
     }
 }
 
+// B1: a fenced transaction with a time bound (the network phases' writes)
+// ended by it: run_fenced() promises its timeout + 0.5 s whatever the
+// network does; 1 s more for a loaded machine's scheduling. (netdown-cut
+// holds a link for 3 x ttl, well past that: an unbounded write shows.)
+void bounds(check_context& c, const std::map<write_key, const json*>& outcome) {
+    constexpr std::int64_t slack_ns = 1500000000;
+    for (const auto& [key, r] : outcome) {
+        const std::int64_t bound_ms = r->value("b", std::int64_t{0});
+        if (bound_ms <= 0 || !r->contains("t"))
+            continue;
+        const std::int64_t took = (*r)["t"].get<std::int64_t>() - (*r)["t0"].get<std::int64_t>();
+        if (took > bound_ms * 1000000 + slack_ns)
+            c.violation("B1",
+                        "write " + key.first + "#" + std::to_string(key.second) + " took " +
+                            std::to_string(took / 1000000) + " ms against its bound of " +
+                            std::to_string(bound_ms) + " ms",
+                        r->value("L", ""), (*r)["t0"].get<std::int64_t>(), {key.first});
+    }
+}
+
 } // namespace
 
 void check_writes(check_context& c) {
@@ -137,6 +158,7 @@ void check_writes(check_context& c) {
     stale_writes(c, invoked);
     outcomes(c, outcome, present);
     atomicity(c, present);
+    bounds(c, outcome);
 }
 
 } // namespace fault

@@ -17,24 +17,6 @@
 namespace fault {
 namespace {
 
-/// The identity holding a valid grant of @p lease now ("" if none or unknown).
-std::string valid_holder(phase& ph, const std::string& lease) {
-    try {
-        const auto r = ph.ask([&](pqxx::nontransaction& tx) {
-            return tx.exec_params("SELECT holder FROM lease_status WHERE name = $1 AND valid",
-                                  lease);
-        });
-        if (!r.empty() && !r[0][0].is_null())
-            return r[0][0].as<std::string>();
-    } catch (const std::exception&) {
-    }
-    return {};
-}
-
-bool same_process(const std::string& identity, const std::string& label) {
-    return identity.substr(0, identity.find('.')) == label;
-}
-
 /// Waits up to @p timeout_ms until @p pid is stopped (state T).
 bool wait_stopped(int pid, int timeout_ms) {
     const auto end = mono_ns() + std::int64_t{timeout_ms} * 1000000;
@@ -58,6 +40,23 @@ std::string times(double m) {
 }
 
 } // namespace
+
+std::string valid_holder(phase& ph, const std::string& lease) {
+    try {
+        const auto r = ph.ask([&](pqxx::nontransaction& tx) {
+            return tx.exec_params("SELECT holder FROM lease_status WHERE name = $1 AND valid",
+                                  lease);
+        });
+        if (!r.empty() && !r[0][0].is_null())
+            return r[0][0].as<std::string>();
+    } catch (const std::exception&) {
+    }
+    return {};
+}
+
+bool same_process(const std::string& identity, const std::string& label) {
+    return identity.substr(0, identity.find('.')) == label;
+}
 
 bool inject_pause(phase& ph, const std::string& lease, double mult) {
     if (ph.disabled("pause"))
@@ -280,85 +279,6 @@ bool inject_long_txn(phase& ph, const std::string& lease) {
         sleep_ms(20);
     }
     return false;
-}
-
-bool inject_netcut(phase& ph, const std::string& lease, cut_way way) {
-    const std::string kind = std::string{"netcut-"} + name_of(way);
-    if (ph.disabled(kind) || ph.hosts() == nullptr)
-        return false;
-    auto l = ph.wait_leader(lease, 5000);
-    if (!l)
-        return false;
-    const int host = ph.host_of(l->label);
-    if (host < 0)
-        return false;
-    const std::int64_t ttl_ns = std::int64_t{ph.m_s.ttl_ms} * 1000000;
-    const auto t = mono_ns();
-    if (!ph.hosts()->cut(host, way))
-        return false;
-    // Its sockets stay open: renewals hang in the kernel (or, cut only on
-    // the way in, land without an answer). The suite asks on loopback.
-    bool hit = false;
-    while (!hit && mono_ns() < t + 5 * ttl_ns && !interrupted()) {
-        const std::string holder = valid_holder(ph, lease);
-        hit = !holder.empty() && !same_process(holder, l->label);
-        if (!hit)
-            sleep_ms(20);
-    }
-    if (hit)
-        settle(ph.m_s.ttl_ms); // a follower while still cut off
-    ph.hosts()->heal(host);
-    if (hit) {
-        // Cut only on the way in, its renewals still reach the server: the
-        // grant may run one renew interval past what it recorded.
-        const std::int64_t allow = way == cut_way::to_host ? ph.m_s.ttl_ms / 2 : 0;
-        ph.record({kind, lease, t, mono_ns(), "", l->label, false, allow, 0});
-    }
-    return hit;
-}
-
-bool inject_netslow(phase& ph, const std::string& lease, const std::string& kind) {
-    if (ph.disabled(kind))
-        return false;
-    auto l = ph.wait_leader(lease, 5000);
-    if (!l)
-        return false;
-    pglease_test::tcp_relay* link = ph.relay_of(l->label);
-    if (link == nullptr)
-        return false;
-    using ms = pglease_test::tcp_relay::ms;
-    const int ttl = ph.m_s.ttl_ms;
-    (void)link->take_slowed();
-    const auto t = mono_ns();
-    if (kind == "netdelay")
-        link->set_delay(ms{ttl * 3 / 2});
-    else if (kind == "netjitter")
-        link->set_delay(ms{ttl / 2}, ms{ttl});
-    bool held = false;
-    std::int64_t flip = t;
-    bool hit = false;
-    while (!hit && mono_ns() < t + std::int64_t{5} * ttl * 1000000 && !interrupted()) {
-        if (kind == "netflap" && mono_ns() >= flip) {
-            held = !held;
-            held ? link->cut(true, true) : link->heal();
-            flip = mono_ns() + std::int64_t{held ? ph.uniform(ttl / 2, ttl * 3 / 2)
-                                                 : ph.uniform(ttl / 10, ttl * 3 / 10)} *
-                                   1000000;
-        }
-        const std::string holder = valid_holder(ph, lease);
-        hit = !holder.empty() && !same_process(holder, l->label);
-        if (!hit)
-            sleep_ms(20);
-    }
-    if (hit)
-        settle(ttl); // a follower while still slowed (or held)
-    link->heal();
-    hit = hit && link->take_slowed() > 0;
-    // Renewals that arrive late may extend the grant after its holder gave
-    // it up: the next grant waits for that expiry.
-    if (hit)
-        ph.record({kind, lease, t, mono_ns(), "", l->label, false, std::int64_t{ttl} * 3 / 2, 0});
-    return hit;
 }
 
 } // namespace fault

@@ -40,17 +40,35 @@ bool inject_failover(phase& ph, bool sync);
 /// Waits until the standby streams (and for @p sync is synchronous) and
 /// has flushed everything.
 void wait_replication(phase& ph, bool sync);
+// --- network faults (nemesis_net.cpp) ---
+
 /// Cuts the leader's host off the network (phase::use_hosts) the @p way
 /// given, until another process leads (at most 5 x ttl) and one ttl more,
 /// then heals it ("netcut-both", "netcut-in", "netcut-out"). Effective
 /// when another process led while it was cut off.
 bool inject_netcut(phase& ph, const std::string& lease, cut_way way);
-/// Slows the leader's link (phase::use_relays) until another process leads
+/// Slows the leader's links (phase::use_relays: the store's, and the
+/// downstream's if any) until another process leads
 /// (at most 5 x ttl) and one ttl more, then heals it: "netdelay" (each way
 /// 1.5 x ttl late), "netjitter" (each way 0.5 to 1.5 x ttl late, in
 /// order), "netflap" (held 0.5 to 1.5 x ttl, then up 0.1 to 0.3 x ttl, in
 /// turn). What was in flight arrives after the heal. Effective when the
 /// link slowed the leader's traffic and another process led meanwhile.
 bool inject_netslow(phase& ph, const std::string& lease, const std::string& kind);
+/// Cuts the leader's link to the downstream database alone (held both
+/// ways, phase::down_relay_of): "netdown-cut" for 3 x ttl, its store link
+/// intact (effective when a downstream call was held); "netdown-stale" then
+/// cuts its store link too, ttl/4 later, until another process leads and
+/// one ttl more, and heals both: the downstream writes it sent before the
+/// cut arrive after the new leader's raise (effective when another process
+/// led and a downstream call was held).
+bool inject_netdown(phase& ph, const std::string& lease, const std::string& kind);
+
+// --- shared by the injections ---
+
+/// The identity holding a valid grant of @p lease now ("" if none or unknown).
+std::string valid_holder(phase& ph, const std::string& lease);
+/// True if worker identity @p identity ("p3.1") is process @p label ("p3").
+bool same_process(const std::string& identity, const std::string& label);
 
 } // namespace fault

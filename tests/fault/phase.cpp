@@ -189,43 +189,10 @@ void phase::use_pool() {
     m_listen = false;
 }
 
-void phase::use_hosts(int n) {
-    m_hosts = std::make_unique<net_hosts>(n);
-}
-
-int phase::host_of(const std::string& label) const {
-    for (const auto& p : m_procs)
-        if (p.label == label)
-            return p.host;
-    return -1;
-}
-
-pglease_test::tcp_relay* phase::relay_of(const std::string& label) {
-    const int i = host_of(label);
-    return i >= 0 && i < static_cast<int>(m_relays.size())
-               ? m_relays[static_cast<std::size_t>(i)].get()
-               : nullptr;
-}
-
 int phase::spawn_worker(const std::string& lease, bool storm, int host) {
     const std::string label = "p" + std::to_string(m_next_label++);
     const std::string hist = m_dir + "/" + label + ".jsonl";
-    std::string conninfo = m_conninfo;
-    if (m_relay_count > 0) {
-        while (static_cast<int>(m_relays.size()) < m_relay_count)
-            m_relays.push_back(
-                std::make_unique<pglease_test::tcp_relay>("127.0.0.1", primary().port()));
-        if (host < 0)
-            host = m_next_host++ % m_relay_count;
-        conninfo = "host=127.0.0.1 port=" +
-                   std::to_string(m_relays[static_cast<std::size_t>(host)]->port()) +
-                   " user=postgres dbname=postgres";
-    } else if (m_hosts) {
-        if (host < 0)
-            host = m_next_host++ % m_hosts->size();
-        conninfo = "host=" + m_hosts->server_addr(host) +
-                   " port=" + std::to_string(primary().port()) + " user=postgres dbname=postgres";
-    }
+    const auto [conninfo, downstream] = links_for(host);
     std::vector<std::string> argv{m_s.self,
                                   "worker",
                                   "--label=" + label,
@@ -242,12 +209,10 @@ int phase::spawn_worker(const std::string& lease, bool storm, int host) {
                                   "--write-interval=" + std::to_string(m_write_interval_ms),
                                   std::string{"--storm="} + (storm ? "1" : "0"),
                                   "--seed=" + std::to_string(m_rng())};
-    // Downstream on the same cluster: over the worker's own link, so that a
-    // cut or a slow link holds its downstream writes too.
-    if (!m_downstream.empty())
-        argv.push_back("--downstream=" + (conninfo == m_conninfo
-                                              ? m_downstream
-                                              : conninfo + " dbname=" + downstream_dbname));
+    if (!downstream.empty())
+        argv.push_back("--downstream=" + downstream);
+    if (m_write_timeout_ms > 0)
+        argv.push_back("--write-timeout=" + std::to_string(m_write_timeout_ms));
     if (m_hosts) {
         auto in_host = m_hosts->exec_prefix(host);
         in_host.insert(in_host.end(), argv.begin(), argv.end());

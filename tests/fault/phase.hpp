@@ -18,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fault {
@@ -59,11 +60,18 @@ public:
     /// The hosts, or nullptr; the host of worker @p label (-1 if none).
     [[nodiscard]] const net_hosts* hosts() const noexcept { return m_hosts.get(); }
     [[nodiscard]] int host_of(const std::string& label) const;
-    /// Each worker through a slow link of its own (tcp_relay.hpp) to the
-    /// primary: @p n links, taken in turn as hosts are. Before the workers.
+    /// Each worker through slow links of its own (tcp_relay.hpp) to the
+    /// primary: @p n of them, taken in turn as hosts are; with a downstream
+    /// database, a second link per worker for it. Before the workers.
     void use_relays(int n) { m_relay_count = n; }
-    /// The link worker @p label connects through, or nullptr.
+    /// The link worker @p label reaches the store through, or nullptr.
     [[nodiscard]] pglease_test::tcp_relay* relay_of(const std::string& label);
+    /// The link worker @p label reaches the downstream database through
+    /// (use_relays with add_downstream), or nullptr.
+    [[nodiscard]] pglease_test::tcp_relay* down_relay_of(const std::string& label);
+    /// Every fenced transaction of the workers spawned from now on is
+    /// bounded by @p ms (run_fenced's timeout; checked as B1).
+    void bound_writes(int ms) { m_write_timeout_ms = ms; }
     /// A downstream database on the primary's cluster (downstream.hpp):
     /// workers also write there, and raise its floors at each term.
     void add_downstream();
@@ -114,6 +122,9 @@ public:
 
 private:
     void setup_schema();
+    /// The store's and the downstream's connection strings of a worker on
+    /// @p host (-1: the next in turn, set here) (phase_links.cpp).
+    std::pair<std::string, std::string> links_for(int& host);
     struct proc {
         std::string label, lease, history;
         int pid;
@@ -136,8 +147,9 @@ private:
     std::string m_control_to;                    ///< ... and its conninfo
     bool m_listen = true;
     int m_sample_ms = 2, m_write_interval_ms = 20;
+    int m_write_timeout_ms = 0;
     int m_relay_count = 0;
-    std::vector<std::unique_ptr<pglease_test::tcp_relay>> m_relays;
+    std::vector<std::unique_ptr<pglease_test::tcp_relay>> m_relays, m_down_relays;
     std::unique_ptr<net_hosts> m_hosts; ///< last: removed after the workers ended
     int m_next_host = 0;
 };

@@ -28,8 +28,9 @@ plan make_plan(const settings& s) {
     // hour on 2 cores, plus the mixed schedule's --duration.
     p.mixed_s = s.duration_s;
     p.pause = 250;
-    p.netcut = 30;
-    p.netslow = 30;
+    p.netcut = 100; // the network phases alone: about an hour (issue 38)
+    p.netslow = 100;
+    p.netdown = 100;
     p.kill = 100;
     p.terminate = 500;
     p.crash = 100;
@@ -118,40 +119,46 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
                                });
                            }});
     });
-    run("netcut", [&] {
-        static const cut_way ways[] = {cut_way::both, cut_way::to_host, cut_way::from_host};
-        const int n = p.netcut; // of each way
-        single d{"netcut",
-                 {{"netcut-both", n}, {"netcut-in", n}, {"netcut-out", n}},
-                 floors({{"netcut-both", n}, {"netcut-in", n}, {"netcut-out", n}}, 3 * n, 100, 2),
-                 false,
-                 [&](phase& ph) {
-                     until_effective(3 * n, [&](int i) {
-                         const bool hit = inject_netcut(ph, "l0", ways[i % 3]);
-                         settle(ttl * 3 / 2 + ph.uniform(0, 500));
-                         return hit;
-                     });
-                 },
-                 true};
-        d.downstream = true;
-        return run_single(s, rng, d);
-    });
-    run("netslow", [&] {
-        static const char* kinds[] = {"netdelay", "netjitter", "netflap"};
-        const int n = p.netslow; // of each kind
-        single d{"netslow",
-                 {{"netdelay", n}, {"netjitter", n}, {"netflap", n}},
-                 floors({{"netdelay", n}, {"netjitter", n}, {"netflap", n}}, 3 * n, 100, 2),
-                 false,
-                 [&](phase& ph) {
-                     until_effective(3 * n, [&](int i) {
-                         const bool hit = inject_netslow(ph, "l0", kinds[i % 3]);
+    // The network phases: n faults of each kind in turn, every fenced
+    // transaction bounded by ttl/2 (B1), downstream writes on the links.
+    auto net_phase = [&](const std::string& name, const std::vector<std::string>& kinds, int n,
+                         const std::function<bool(phase&, int)>& inject) {
+        std::map<std::string, int> each;
+        for (const auto& k : kinds)
+            each[k] = n;
+        single d{name, each, floors(each, static_cast<long>(kinds.size()) * n, 100, 2), false,
+                 [n, inject, ttl, kinds_n = static_cast<int>(kinds.size())](phase& ph) {
+                     until_effective(kinds_n * n, [&](int i) {
+                         const bool hit = inject(ph, i % kinds_n);
                          settle(ttl * 3 / 2 + ph.uniform(0, 500));
                          return hit;
                      });
                  }};
-        d.relays = true;
         d.downstream = true;
+        d.write_bound_ms = ttl / 2;
+        return d;
+    };
+    run("netcut", [&] {
+        static const cut_way ways[] = {cut_way::both, cut_way::to_host, cut_way::from_host};
+        single d = net_phase("netcut", {"netcut-both", "netcut-in", "netcut-out"}, p.netcut,
+                             [](phase& ph, int k) { return inject_netcut(ph, "l0", ways[k]); });
+        d.hosts = true;
+        return run_single(s, rng, d);
+    });
+    run("netslow", [&] {
+        static const std::vector<std::string> kinds{"netdelay", "netjitter", "netflap"};
+        single d = net_phase("netslow", kinds, p.netslow, [](phase& ph, int k) {
+            return inject_netslow(ph, "l0", kinds[static_cast<std::size_t>(k)]);
+        });
+        d.relays = true;
+        return run_single(s, rng, d);
+    });
+    run("netdown", [&] {
+        static const std::vector<std::string> kinds{"netdown-cut", "netdown-stale"};
+        single d = net_phase("netdown", kinds, p.netdown, [](phase& ph, int k) {
+            return inject_netdown(ph, "l0", kinds[static_cast<std::size_t>(k)]);
+        });
+        d.relays = true;
         return run_single(s, rng, d);
     });
     run("kill", [&] {

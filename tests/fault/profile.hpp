@@ -17,6 +17,7 @@ struct plan {
     int pause_in_txn = 6, long_txn = 4;
     int netcut = 2;  ///< of each way: both, to the leader's host, from it
     int netslow = 2; ///< of each kind: delay, jitter, flapping (a slow link)
+    int netdown = 2; ///< of each kind: the downstream link alone, then both
     int storm16_s = 15, storm64_s = 18, storm200_s = 0, pool_s = 15, storm_kill_every_ms = 1800;
     int failover_async = 5, failover_sync = 5;
     int downstream = 3;           ///< of each: pause, pause in a transaction, kill

@@ -194,6 +194,17 @@ void downstream(builder& h, bool late_a) {
         h.b.downstream_writes.push_back({"l0", "p0", "", 6, 1, 30});
 }
 
+/// The network phases' writes carry their time bound (B1): the first
+/// write outcome gets a bound of @p bound_ms and took @p took_ms.
+void bound_first_write(builder& h, std::int64_t bound_ms, std::int64_t took_ms) {
+    for (auto& r : h.b.history)
+        if (r.value("op", "") == "write" && r.value("ph", "") != "inv") {
+            r["b"] = bound_ms;
+            r["t"] = r["t0"].get<std::int64_t>() + took_ms * 1000000;
+            return;
+        }
+}
+
 struct test_case {
     std::string name;
     std::string expect; ///< the one invariant flagged; empty: clean
@@ -295,6 +306,10 @@ std::vector<test_case> cases() {
              for (auto& r : h.b.history)
                  r.erase("d");
          }},
+        {"clean: a write with a time bound ended by it", "",
+         [](builder& h) { bound_first_write(h, 500, 1900); }},
+        {"a write with a time bound ran past it (and its slack)", "B1",
+         [](builder& h) { bound_first_write(h, 500, 2100); }},
         {"clean: a transaction stalled past its lease's takeover was ended", "",
          [](builder& h) { stall_p0(h, false); }},
         {"a transaction stalled past its lease's takeover committed", "I6",

@@ -23,6 +23,7 @@ phase_bundle run_single(const settings& s, std::mt19937& rng, const single& def)
         ph.use_hosts(3);
     if (def.relays)
         ph.use_relays(3);
+    ph.bound_writes(def.write_bound_ms);
     ph.start_primary({"l0"}, def.faketime);
     if (def.downstream)
         ph.add_downstream();

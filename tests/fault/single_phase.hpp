@@ -29,6 +29,7 @@ struct single {
     bool hosts = false;      ///< each worker on a host of its own (netns.hpp)
     bool relays = false;     ///< each worker through a slow link of its own (tcp_relay.hpp)
     bool downstream = false; ///< workers also write to a downstream database (downstream.hpp)
+    int write_bound_ms = 0;  ///< every fenced transaction bounded by it (B1); 0: none
 };
 
 /// Runs @p def: starts the cluster and the workers, waits for a leader,

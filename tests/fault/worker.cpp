@@ -128,6 +128,8 @@ worker_settings parse_worker_args(int argc, char** argv) {
             s.retry_ms = std::stoi(v);
         else if (k == "write-interval")
             s.write_interval_ms = std::stoi(v);
+        else if (k == "write-timeout")
+            s.write_timeout_ms = std::stoi(v);
         else if (k == "sample")
             s.sample_ms = std::stoi(v);
         else if (k == "duration")

@@ -18,11 +18,14 @@ struct worker_settings {
     /// A downstream database (the downstream phase): each transaction also
     /// writes dw_<lease> there, fenced by the lease's floor; empty: none.
     std::string downstream;
-    std::string history;  ///< path of this worker's history file
+    std::string history; ///< path of this worker's history file
     int ttl_ms = 1000;
     int renew_deadline_ms = 600;
     int retry_ms = 200;
     int write_interval_ms = 20;
+    /// Each fenced transaction's time bound (run_fenced's timeout), also
+    /// of the downstream one; 0: none (the server's waits decide).
+    int write_timeout_ms = 0;
     int sample_ms = 2;       ///< how often held() is sampled
     int duration_ms = 60000; ///< the worker exits by itself after this
     bool listen = true;      ///< false through a transaction pooler

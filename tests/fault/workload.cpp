@@ -7,9 +7,11 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <memory>
 #include <random>
 #include <tuple>
+#include <utility>
 
 namespace fault {
 namespace {
@@ -141,6 +143,18 @@ void run_statements(pqxx::work& tx, const worker_settings& s, const txn_plan& p,
     }
 }
 
+/// run_fenced(), bounded by the worker's write timeout when it has one
+/// (the network phases: every call of a cut-off holder must end).
+template <typename F>
+void fenced(pqxx::connection& conn, const pglease::fence_token& token, const worker_settings& s,
+            F&& fn) {
+    if (s.write_timeout_ms > 0)
+        pglease::run_fenced(conn, token, std::forward<F>(fn),
+                            std::chrono::milliseconds{s.write_timeout_ms});
+    else
+        pglease::run_fenced(conn, token, std::forward<F>(fn));
+}
+
 /// The downstream phase: the transaction's row in the downstream database
 /// (dw_<lease>, fenced by the lease's floor there) is written first and
 /// committed last, around the whole store transaction, so a worker stopped
@@ -149,7 +163,7 @@ void run_statements(pqxx::work& tx, const worker_settings& s, const txn_plan& p,
 template <typename StoreWork>
 void downstream_write(pqxx::connection& down, const pglease::fence_token& token,
                       const worker_settings& s, std::int64_t seq, StoreWork&& store_work) {
-    pglease::run_fenced(down, token, [&](pqxx::work& tx) {
+    fenced(down, token, s, [&](pqxx::work& tx) {
         tx.exec_params("INSERT INTO dw_" + s.lease +
                            " (lease, worker, seq, epoch) VALUES ($1, $2, $3, $4)",
                        s.lease, s.label, seq, token.epoch);
@@ -202,15 +216,16 @@ void writer_loop(const worker_settings& s, history_file& h, worker_state& st, st
         const auto t0 = mono_ns();
         json done{{"op", "write"}, {"t0", t0}, {"w", s.label},   {"L", s.lease},
                   {"e", e},        {"s", seq}, {"k", plan.ops()}};
+        if (s.write_timeout_ms > 0)
+            done["b"] = s.write_timeout_ms; // its bound, checked (B1)
         bool drop = false, refused = false;
         bool store_refused = false;
         try {
             const pglease::fence_token token{s.lease, e, {}};
             auto store_work = [&] {
                 try {
-                    pglease::run_fenced(*conn, token, [&](pqxx::work& tx) {
-                        run_statements(tx, s, plan, seq, e, h, st);
-                    });
+                    fenced(*conn, token, s,
+                           [&](pqxx::work& tx) { run_statements(tx, s, plan, seq, e, h, st); });
                 } catch (const pglease::fence_rejected&) {
                     store_refused = true;
                     throw;
