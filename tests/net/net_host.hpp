@@ -1,7 +1,7 @@
 /// @file net_host.hpp
 /// @brief For a test binary that runs inside a host of its own
 /// (tests/net/bounds.sh): the server it reaches over its one link, and a
-/// cut of that link (nftables, both ways) for the life of an object.
+/// cut of that link (nftables, both ways or one) for the life of an object.
 #pragma once
 
 #include "nft_cut.hpp"
@@ -19,10 +19,12 @@ inline std::string net_conninfo() {
     return c != nullptr ? c : "";
 }
 
-/// Cuts this host off (both ways) for the life of the object.
+/// Cuts this host off (both ways, or one) for the life of the object.
 class host_cut {
 public:
-    host_cut() { EXPECT_EQ(std::system(shell_words(nft_cut()).c_str()), 0) << "nft cut"; }
+    explicit host_cut(cut_way way = cut_way::both) {
+        EXPECT_EQ(std::system(shell_words(nft_cut(way)).c_str()), 0) << "nft cut";
+    }
     ~host_cut() { heal(); }
     host_cut(const host_cut&) = delete;
     host_cut& operator=(const host_cut&) = delete;
