@@ -317,6 +317,25 @@ std::vector<test_case> cases() {
     };
 }
 
+/// The report's step-down figure (docs/safety.md's network tables): from
+/// the fault on the leading process to its stop token (the clean history:
+/// paused at 3,100 ms, its callback ended at 6,010 ms), and none for a
+/// fault on no process.
+bool step_down_self_test() {
+    builder h = leader_change();
+    h.fault("netdown-cut", 3200, 3300); // no target: no figure
+    const phase_report rep = check_bundle(bundle_from_json(to_json(h.b)));
+    const auto figures = [&](const std::string& kind) {
+        const auto it = rep.kinds.find(kind);
+        return it == rep.kinds.end() ? std::vector<double>{} : it->second.stepdown_ms;
+    };
+    const bool ok = figures("pause") == std::vector<double>{2910} && figures("netdown-cut").empty();
+    std::cout << (ok ? "ok      " : "FAILED  ")
+              << "step-down: a pause at 3100 ms, the stop token at 6010 ms: 2910 ms; none "
+                 "without a target\n";
+    return ok;
+}
+
 } // namespace
 
 int run_self_test(const std::string& dump_dir) {
@@ -349,7 +368,8 @@ int run_self_test(const std::string& dump_dir) {
     std::cout << (failed ? "self-test FAILED: " : "self-test passed: ") << cases().size() - failed
               << "/" << cases().size() << " cases as expected\n";
     const bool calibration = churn_stretch_self_test();
-    return failed || !calibration ? 1 : 0;
+    const bool step_down = step_down_self_test();
+    return failed || !calibration || !step_down ? 1 : 0;
 }
 
 } // namespace fault
