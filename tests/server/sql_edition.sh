@@ -6,8 +6,9 @@
 # grow, the fence's refusals (LS001, LS002, LS003), a REPEATABLE READ writer
 # whose snapshot predates a change of holder refused, a takeover behind a
 # stalled writer within ttl + 1.5 s (evicted and recorded), lock delay,
-# handover, and epochs above every restored one after a dump and restore
-# into a new database. Timing bounds are generous; every wait is bounded.
+# handover, a downstream floor's stalled lower raise ended by a higher one
+# (evicted and recorded), and epochs above every restored one after a dump
+# and restore into a new database. Timing bounds are generous; every wait is bounded.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
@@ -165,6 +166,36 @@ check "one below it is stale (LS001), one equal to it passes" \
 	test "$(sqlstate "INSERT INTO down VALUES (3, 400)")/$(sqlstate "INSERT INTO down VALUES (4, 500)")" = LS001/ok
 check "the app role may not raise a floor directly" \
 	test "$(sqlstate "SELECT lease_sql_floor_raise('other-store/db', 'L', 900)")" = 42501
+# A writer whose own write raised the floor (500 to 600), then stalled idle
+# in its transaction: a higher raise ends it after takeover_timeout (500
+# ms), as C does (the SQL edition cannot read the open raise's target: it
+# finds it in the lock manager), instead of waiting for its transaction.
+q "CREATE TABLE down_r (id int, epoch bigint)" >/dev/null
+q "SELECT lease_fence('down_r', 'R', store => 'other-store/db'); SELECT lease_raise('other-store/db', 'R', 500)" >/dev/null
+q "GRANT INSERT ON down_r TO app_user" >/dev/null
+PGUSER=app_user psql -X -q -A -t >"$work/raise.out" 2>&1 <<SQL &
+\o $work/raise.pid
+SELECT pg_backend_pid();
+\o
+BEGIN;
+SELECT lease_use('R', 600);
+INSERT INTO down_r VALUES (1, NULL);
+\! sleep 8
+COMMIT;
+SQL
+raiser=$!
+for _ in $(seq 100); do
+	[ -s "$work/raise.pid" ] && [ "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = $(head -1 "$work/raise.pid")")" = "idle in transaction" ] && break
+	sleep 0.05
+done
+raised=$(q "SELECT lease_raise('other-store/db', 'R', 700)::text || ' ' || round(extract(epoch FROM clock_timestamp() - statement_timestamp())::numeric, 3)")
+wait "$raiser" || true
+check "a higher raise ends a stalled lower raise within takeover_timeout + 2.5 s ($raised s, timeout 0.5 s)" \
+	python3 -c "import sys; r = '$raised'.split(); sys.exit(0 if r[0] == 'true' and float(r[1]) <= 3.0 else 1)"
+check "the lower raise never committed; the floor is the higher one" \
+	test "$(q "SELECT count(*) FROM down_r")/$(q "SELECT epoch FROM lease_floors WHERE name = 'R'")" = 0/700
+check "the eviction is recorded with the lower raise's target and pid" \
+	test "$(q "SELECT count(*) FROM lease_events WHERE event = 'evict' AND name = 'R' AND epoch = 600 AND pid = $(head -1 "$work/raise.pid")")" = 1
 
 # --- 5c. the fence finds its lease row and its floor through their indexes --
 # (the trigger once passed the table's name, collation "C", along with the
