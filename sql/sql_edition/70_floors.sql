@@ -100,7 +100,9 @@ REVOKE EXECUTE ON FUNCTION @extschema@.lease_sql_floor_end_lower(text, text, big
 -- floors table's owner, after the fenced transactions of the old floor
 -- have ended; the floor afterwards (epoch, or a higher one left alone).
 -- The row is locked in steps of lock_timeout: while another raise holds
--- it, lower raises under way are ended (lease_sql_floor_end_lower).
+-- it, lower raises under way are ended (lease_sql_floor_end_lower). A
+-- user's own lock_timeout still bounds the wait for the row, as it bounds
+-- C's.
 CREATE FUNCTION @extschema@.lease_sql_floor_raise(store text, name text, epoch bigint)
 	RETURNS bigint
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -110,10 +112,16 @@ DECLARE
 	old bigint;
 	fold bigint := @extschema@.lease_sql_floor_key(store, name, 0)::bigint & 4294967295;
 	saved_lock_timeout text := current_setting('lock_timeout');
+	user_ms double precision := extract(epoch FROM current_setting('lock_timeout')::interval) * 1000;
+	started timestamptz := clock_timestamp();
+	waited_ms double precision;
 	step_ms integer := 10;	-- a row nobody holds is locked at once
 	written boolean;
 BEGIN
 	PERFORM @extschema@.lease_sql_durable();
+	IF user_ms > 0 THEN
+		step_ms := greatest(least(step_ms, ceil(user_ms)::integer), 1);
+	END IF;
 	LOOP
 		BEGIN
 			PERFORM set_config('lock_timeout', step_ms::text, true);
@@ -143,9 +151,16 @@ BEGIN
 			END IF;
 			PERFORM set_config('lock_timeout', saved_lock_timeout, true);
 		EXCEPTION WHEN lock_not_available THEN
+			waited_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
+			IF user_ms > 0 AND waited_ms >= user_ms THEN
+				RAISE;
+			END IF;
 			-- another raise holds the row: end it if it goes lower, else wait
 			PERFORM @extschema@.lease_sql_floor_end_lower(store, name, epoch);
 			step_ms := 100;
+			IF user_ms > 0 THEN
+				step_ms := greatest(least(step_ms, ceil(user_ms - waited_ms)::integer), 1);
+			END IF;
 			CONTINUE;
 		END;
 		IF written THEN
