@@ -96,13 +96,44 @@ END
 $floor_end_lower$;
 REVOKE EXECUTE ON FUNCTION @extschema@.lease_sql_floor_end_lower(text, text, bigint) FROM PUBLIC;
 
+-- Write the floor of (store, name) (its row locked, or none: old 0) as
+-- epoch, and say where it goes (19528, 19532) for a higher raise
+-- (lease_sql_floor_end_lower). False when a first raise's row was
+-- committed meanwhile (look again).
+CREATE FUNCTION @extschema@.lease_sql_floor_write(store text, name text, epoch bigint, old bigint)
+	RETURNS boolean
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $floor_write$
+DECLARE
+	fold bigint := @extschema@.lease_sql_floor_key(store, name, 0)::bigint & 4294967295;
+BEGIN
+	IF old > 0 THEN
+		UPDATE @extschema@.lease_floor_rows f SET epoch = lease_sql_floor_write.epoch,
+			   raised_at = clock_timestamp()
+		 WHERE f.store = lease_sql_floor_write.store AND f.name = lease_sql_floor_write.name;
+	ELSE
+		INSERT INTO @extschema@.lease_floor_rows AS f (store, name, epoch, raised_at)
+		VALUES (store, name, epoch, clock_timestamp())
+		ON CONFLICT ON CONSTRAINT lease_floor_rows_pkey DO NOTHING;
+		IF NOT FOUND THEN
+			RETURN false;
+		END IF;
+	END IF;
+	PERFORM pg_advisory_xact_lock_shared(19528, ((epoch >> 32) # fold)::bit(32)::integer),
+			pg_advisory_xact_lock_shared(19532, ((epoch & 4294967295) # fold)::bit(32)::integer);
+	RETURN true;
+END
+$floor_write$;
+REVOKE EXECUTE ON FUNCTION @extschema@.lease_sql_floor_write(text, text, bigint, bigint) FROM PUBLIC;
+
 -- Raise the floor of (store, name) to epoch in this transaction, as the
 -- floors table's owner, after the fenced transactions of the old floor
 -- have ended; the floor afterwards (epoch, or a higher one left alone).
--- The row is locked in steps of lock_timeout: while another raise holds
--- it, lower raises under way are ended (lease_sql_floor_end_lower). A
--- user's own lock_timeout still bounds the wait for the row, as it bounds
--- C's.
+-- A row no other raise holds is locked at once; else (or with no row yet)
+-- in steps of lock_timeout, inside a subtransaction, and between them
+-- lower raises under way are ended (lease_sql_floor_end_lower). A user's
+-- own lock_timeout still bounds the wait for the row, as it bounds C's.
 CREATE FUNCTION @extschema@.lease_sql_floor_raise(store text, name text, epoch bigint)
 	RETURNS bigint
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -110,12 +141,11 @@ CREATE FUNCTION @extschema@.lease_sql_floor_raise(store text, name text, epoch b
 	AS $floor_raise$
 DECLARE
 	old bigint;
-	fold bigint := @extschema@.lease_sql_floor_key(store, name, 0)::bigint & 4294967295;
 	saved_lock_timeout text := current_setting('lock_timeout');
 	user_ms double precision := extract(epoch FROM current_setting('lock_timeout')::interval) * 1000;
 	started timestamptz := clock_timestamp();
 	waited_ms double precision;
-	step_ms integer := 10;	-- a row nobody holds is locked at once
+	step_ms integer := 10;
 	written boolean;
 BEGIN
 	PERFORM @extschema@.lease_sql_durable();
@@ -123,46 +153,41 @@ BEGIN
 		step_ms := greatest(least(step_ms, ceil(user_ms)::integer), 1);
 	END IF;
 	LOOP
-		BEGIN
-			PERFORM set_config('lock_timeout', step_ms::text, true);
-			SELECT f.epoch INTO old FROM @extschema@.lease_floor_rows f
-			 WHERE f.store = lease_sql_floor_raise.store AND f.name = lease_sql_floor_raise.name
-			   FOR UPDATE;
-			IF FOUND THEN
-				IF old >= epoch THEN
+		SELECT f.epoch INTO old FROM @extschema@.lease_floor_rows f
+		 WHERE f.store = lease_sql_floor_raise.store AND f.name = lease_sql_floor_raise.name
+		   FOR UPDATE SKIP LOCKED;
+		IF FOUND THEN
+			IF old >= epoch THEN
+				RETURN old;
+			END IF;
+			written := @extschema@.lease_sql_floor_write(store, name, epoch, old);
+		ELSE
+			BEGIN
+				PERFORM set_config('lock_timeout', step_ms::text, true);
+				SELECT f.epoch INTO old FROM @extschema@.lease_floor_rows f
+				 WHERE f.store = lease_sql_floor_raise.store AND f.name = lease_sql_floor_raise.name
+				   FOR UPDATE;
+				IF FOUND AND old >= epoch THEN
 					PERFORM set_config('lock_timeout', saved_lock_timeout, true);
 					RETURN old;
 				END IF;
-				UPDATE @extschema@.lease_floor_rows f SET epoch = lease_sql_floor_raise.epoch,
-					   raised_at = clock_timestamp()
-				 WHERE f.store = lease_sql_floor_raise.store AND f.name = lease_sql_floor_raise.name;
-				written := true;
-			ELSE
-				old := 0;	-- no floor before: no writer of a lower token passed
-				INSERT INTO @extschema@.lease_floor_rows AS f (store, name, epoch, raised_at)
-				VALUES (store, name, epoch, clock_timestamp())
-				ON CONFLICT ON CONSTRAINT lease_floor_rows_pkey DO NOTHING;
-				written := FOUND;	-- else a first raise committed meanwhile: look again
-			END IF;
-			IF written THEN
-				-- where this raise goes, for a higher one (lease_sql_floor_end_lower)
-				PERFORM pg_advisory_xact_lock_shared(19528, ((epoch >> 32) # fold)::bit(32)::integer),
-						pg_advisory_xact_lock_shared(19532, ((epoch & 4294967295) # fold)::bit(32)::integer);
-			END IF;
-			PERFORM set_config('lock_timeout', saved_lock_timeout, true);
-		EXCEPTION WHEN lock_not_available THEN
-			waited_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
-			IF user_ms > 0 AND waited_ms >= user_ms THEN
-				RAISE;
-			END IF;
-			-- another raise holds the row: end it if it goes lower, else wait
-			PERFORM @extschema@.lease_sql_floor_end_lower(store, name, epoch);
-			step_ms := 100;
-			IF user_ms > 0 THEN
-				step_ms := greatest(least(step_ms, ceil(user_ms - waited_ms)::integer), 1);
-			END IF;
-			CONTINUE;
-		END;
+				old := coalesce(old, 0);	-- 0: no floor before, no writer of a lower token passed
+				written := @extschema@.lease_sql_floor_write(store, name, epoch, old);
+				PERFORM set_config('lock_timeout', saved_lock_timeout, true);
+			EXCEPTION WHEN lock_not_available THEN
+				waited_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
+				IF user_ms > 0 AND waited_ms >= user_ms THEN
+					RAISE;
+				END IF;
+				-- another raise holds the row: end it if it goes lower, else wait
+				PERFORM @extschema@.lease_sql_floor_end_lower(store, name, epoch);
+				step_ms := 100;
+				IF user_ms > 0 THEN
+					step_ms := greatest(least(step_ms, ceil(user_ms - waited_ms)::integer), 1);
+				END IF;
+				CONTINUE;
+			END;
+		END IF;
 		IF written THEN
 			-- the row shows where this raise goes; now end the writers of the old floor
 			IF old > 0 THEN
