@@ -141,9 +141,11 @@ $epoch_arg$;
 -- The fence lock, in PostgreSQL's lock manager through two-key advisory
 -- locks whose first key is 19539 (0x4C53, "LS"), the SQL edition's own key
 -- space: an application must not use two-key advisory locks with that
--- first key. The second key folds the epoch's 64 bits into 32; two epochs
--- that fold alike only make a change of holder wait for (and end) writers
--- it need not have: never a write passing that should not. The fold is
+-- first key, nor with the edition's others (19526 floors, 19525 the epoch
+-- mark, 19528 and 19532 an open raise's target: docs/sql.md). The second
+-- key folds the epoch's 64 bits into 32; two epochs that fold alike only
+-- make a change of holder wait for (and end) writers it need not have:
+-- never a write passing that should not. The fold is
 -- inlined into its callers (hence no SET clause: every name in it is
 -- schema-qualified or a keyword, so no search_path can redirect it); as a
 -- call, it cost a third of a fenced write.

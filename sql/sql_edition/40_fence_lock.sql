@@ -11,8 +11,9 @@
 -- the lease's next holder out until its transaction ends.
 --
 -- The same wait ends the writers of a downstream floor (class 19526) for
--- lease_raise: lease_sql_lock_exclusive takes the lock of (class, key) and
--- names (name, holder, epoch, expires_at) in its evict events.
+-- lease_raise, those of the old floor and those of a lower raise still
+-- open (70_floors.sql): lease_sql_lock_exclusive takes the lock of (class,
+-- key) and names (name, holder, epoch, expires_at) in its evict events.
 CREATE FUNCTION @extschema@.lease_sql_lock_exclusive(class integer, key integer, name text,
 													 holder text, epoch bigint, expires_at timestamptz)
 	RETURNS void

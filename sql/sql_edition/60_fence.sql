@@ -7,7 +7,9 @@
 -- with the advisory locks it took.
 
 -- Whether transaction id x (a row's xmax) committed: the 32-bit id is
--- widened against the current snapshot, as it is recent.
+-- widened against the current snapshot's xmax, as it is recent: within
+-- 2^31 of it, on either side (a transaction that began after a REPEATABLE
+-- READ snapshot, or a subtransaction of one, has an id above its xmax).
 CREATE FUNCTION @extschema@.lease_sql_committed(x xid)
 	RETURNS boolean
 	LANGUAGE plpgsql VOLATILE
@@ -21,10 +23,7 @@ BEGIN
 	IF low = 0 THEN
 		RETURN false;
 	END IF;
-	wide := (upper & ~4294967295::bigint) | low;
-	IF wide > upper THEN
-		wide := wide - 4294967296;
-	END IF;
+	wide := upper + (((low - (upper & 4294967295) + 2147483648) & 4294967295) - 2147483648);
 	RETURN coalesce(pg_xact_status(wide::text::xid8) = 'committed', true);
 END
 $committed$;

@@ -6,6 +6,16 @@
 -- from floor F takes F's lock exclusively before it commits, ending the
 -- writers of F after pg_lease.takeover_timeout. Raises of one floor meet
 -- at its row (FOR UPDATE), which READ COMMITTED reads at its newest.
+--
+-- SQL cannot read where an open raise goes (the C edition's dirty read),
+-- so a raise that has written the row says so in the lock manager: two
+-- shared two-key advisory locks, first keys 19528 (0x4C48, "LH") and 19532
+-- (0x4C4C, "LL"), second keys the high and low 32 bits of its target, each
+-- xor the floor's fold (lease_sql_floor_key(store, name, 0)). A higher
+-- raise waiting for the row reads them back from pg_locks, pairs the two
+-- halves of each backend, and ends a target below its own only through
+-- that target's floor lock (19526), held by the backend: so it ends only
+-- writers of a lower token of this floor, as C does.
 
 CREATE FUNCTION @extschema@.lease_sql_floor_key(store text, name text, epoch bigint)
 	RETURNS integer
@@ -39,9 +49,91 @@ BEGIN
 END
 $store_id$;
 
+-- The open raises of the floor of (store, name) to a target above the
+-- committed floor and below epoch whose backend holds that target's floor
+-- lock (a write of that token raised it, then did not end): ended as a
+-- change of holder ends writers, through lease_sql_lock_exclusive (wait at
+-- most pg_lease.takeover_timeout, then cancel or terminate, an evict event
+-- each). A raise whose backend holds no floor lock of its target (a
+-- lease_raise under way) is waited for, as in C.
+CREATE FUNCTION @extschema@.lease_sql_floor_end_lower(store text, name text, epoch bigint)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $floor_end_lower$
+DECLARE
+	fold bigint := @extschema@.lease_sql_floor_key(store, name, 0)::bigint & 4294967295;
+	db oid := (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
+	floor bigint;
+	lower record;
+BEGIN
+	SELECT coalesce(max(f.epoch), 0) INTO floor FROM @extschema@.lease_floor_rows f
+	 WHERE f.store = lease_sql_floor_end_lower.store AND f.name = lease_sql_floor_end_lower.name;
+	FOR lower IN
+		WITH halves AS (
+			SELECT l.pid, l.classid, l.objid::text::bigint # fold AS half
+			  FROM pg_locks l
+			 WHERE l.locktype = 'advisory' AND l.database = db AND l.objsubid = 2
+			   AND l.classid IN (19528::oid, 19532::oid) AND l.granted
+			   AND l.pid IS NOT NULL AND l.pid <> pg_backend_pid())
+		SELECT DISTINCT high.pid, (high.half << 32) | low.half AS target
+		  FROM halves high JOIN halves low ON low.pid = high.pid AND low.classid = 19532::oid
+		 WHERE high.classid = 19528::oid
+		 ORDER BY 2
+	LOOP
+		CONTINUE WHEN lower.target <= floor OR lower.target >= epoch;
+		CONTINUE WHEN NOT EXISTS (
+			SELECT FROM pg_locks l
+			 WHERE l.locktype = 'advisory' AND l.database = db AND l.objsubid = 2
+			   AND l.classid = 19526::oid AND l.pid = lower.pid AND l.mode = 'ShareLock' AND l.granted
+			   AND l.objid = (@extschema@.lease_sql_floor_key(store, name, lower.target)::bigint
+							  & 4294967295)::oid);
+		PERFORM @extschema@.lease_sql_lock_exclusive(19526,
+			@extschema@.lease_sql_floor_key(store, name, lower.target), name, NULL, lower.target,
+			clock_timestamp());
+	END LOOP;
+END
+$floor_end_lower$;
+REVOKE EXECUTE ON FUNCTION @extschema@.lease_sql_floor_end_lower(text, text, bigint) FROM PUBLIC;
+
+-- Write the floor of (store, name) (its row locked, or none: old 0) as
+-- epoch, and say where it goes (19528, 19532) for a higher raise
+-- (lease_sql_floor_end_lower). False when a first raise's row was
+-- committed meanwhile (look again).
+CREATE FUNCTION @extschema@.lease_sql_floor_write(store text, name text, epoch bigint, old bigint)
+	RETURNS boolean
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $floor_write$
+DECLARE
+	fold bigint := @extschema@.lease_sql_floor_key(store, name, 0)::bigint & 4294967295;
+BEGIN
+	IF old > 0 THEN
+		UPDATE @extschema@.lease_floor_rows f SET epoch = lease_sql_floor_write.epoch,
+			   raised_at = clock_timestamp()
+		 WHERE f.store = lease_sql_floor_write.store AND f.name = lease_sql_floor_write.name;
+	ELSE
+		INSERT INTO @extschema@.lease_floor_rows AS f (store, name, epoch, raised_at)
+		VALUES (store, name, epoch, clock_timestamp())
+		ON CONFLICT ON CONSTRAINT lease_floor_rows_pkey DO NOTHING;
+		IF NOT FOUND THEN
+			RETURN false;
+		END IF;
+	END IF;
+	PERFORM pg_advisory_xact_lock_shared(19528, ((epoch >> 32) # fold)::bit(32)::integer),
+			pg_advisory_xact_lock_shared(19532, ((epoch & 4294967295) # fold)::bit(32)::integer);
+	RETURN true;
+END
+$floor_write$;
+REVOKE EXECUTE ON FUNCTION @extschema@.lease_sql_floor_write(text, text, bigint, bigint) FROM PUBLIC;
+
 -- Raise the floor of (store, name) to epoch in this transaction, as the
 -- floors table's owner, after the fenced transactions of the old floor
 -- have ended; the floor afterwards (epoch, or a higher one left alone).
+-- A row no other raise holds is locked at once; else (or with no row yet)
+-- in steps of lock_timeout, inside a subtransaction, and between them
+-- lower raises under way are ended (lease_sql_floor_end_lower). A user's
+-- own lock_timeout still bounds the wait for the row, as it bounds C's.
 CREATE FUNCTION @extschema@.lease_sql_floor_raise(store text, name text, epoch bigint)
 	RETURNS bigint
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -49,28 +141,60 @@ CREATE FUNCTION @extschema@.lease_sql_floor_raise(store text, name text, epoch b
 	AS $floor_raise$
 DECLARE
 	old bigint;
+	saved_lock_timeout text := current_setting('lock_timeout');
+	user_ms double precision := extract(epoch FROM current_setting('lock_timeout')::interval) * 1000;
+	started timestamptz := clock_timestamp();
+	waited_ms double precision;
+	step_ms integer := 10;
+	written boolean;
 BEGIN
 	PERFORM @extschema@.lease_sql_durable();
+	IF user_ms > 0 THEN
+		step_ms := greatest(least(step_ms, ceil(user_ms)::integer), 1);
+	END IF;
 	LOOP
 		SELECT f.epoch INTO old FROM @extschema@.lease_floor_rows f
 		 WHERE f.store = lease_sql_floor_raise.store AND f.name = lease_sql_floor_raise.name
-		   FOR UPDATE;
+		   FOR UPDATE SKIP LOCKED;
 		IF FOUND THEN
 			IF old >= epoch THEN
 				RETURN old;
 			END IF;
-			UPDATE @extschema@.lease_floor_rows f SET epoch = lease_sql_floor_raise.epoch,
-				   raised_at = clock_timestamp()
-			 WHERE f.store = lease_sql_floor_raise.store AND f.name = lease_sql_floor_raise.name;
-			PERFORM @extschema@.lease_sql_lock_exclusive(19526,
-				@extschema@.lease_sql_floor_key(store, name, old), name, NULL, old, clock_timestamp());
-			RETURN epoch;
+			written := @extschema@.lease_sql_floor_write(store, name, epoch, old);
+		ELSE
+			BEGIN
+				PERFORM set_config('lock_timeout', step_ms::text, true);
+				SELECT f.epoch INTO old FROM @extschema@.lease_floor_rows f
+				 WHERE f.store = lease_sql_floor_raise.store AND f.name = lease_sql_floor_raise.name
+				   FOR UPDATE;
+				IF FOUND AND old >= epoch THEN
+					PERFORM set_config('lock_timeout', saved_lock_timeout, true);
+					RETURN old;
+				END IF;
+				old := coalesce(old, 0);	-- 0: no floor before, no writer of a lower token passed
+				written := @extschema@.lease_sql_floor_write(store, name, epoch, old);
+				PERFORM set_config('lock_timeout', saved_lock_timeout, true);
+			EXCEPTION WHEN lock_not_available THEN
+				waited_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
+				IF user_ms > 0 AND waited_ms >= user_ms THEN
+					RAISE;
+				END IF;
+				-- another raise holds the row: end it if it goes lower, else wait
+				PERFORM @extschema@.lease_sql_floor_end_lower(store, name, epoch);
+				step_ms := 100;
+				IF user_ms > 0 THEN
+					step_ms := greatest(least(step_ms, ceil(user_ms - waited_ms)::integer), 1);
+				END IF;
+				CONTINUE;
+			END;
 		END IF;
-		INSERT INTO @extschema@.lease_floor_rows AS f (store, name, epoch, raised_at)
-		VALUES (store, name, epoch, clock_timestamp())
-		ON CONFLICT ON CONSTRAINT lease_floor_rows_pkey DO NOTHING;
-		IF FOUND THEN
-			RETURN epoch;	-- no floor before: no writer of a lower token passed
+		IF written THEN
+			-- the row shows where this raise goes; now end the writers of the old floor
+			IF old > 0 THEN
+				PERFORM @extschema@.lease_sql_lock_exclusive(19526,
+					@extschema@.lease_sql_floor_key(store, name, old), name, NULL, old, clock_timestamp());
+			END IF;
+			RETURN epoch;
 		END IF;
 	END LOOP;
 END

@@ -6,8 +6,9 @@
 # grow, the fence's refusals (LS001, LS002, LS003), a REPEATABLE READ writer
 # whose snapshot predates a change of holder refused, a takeover behind a
 # stalled writer within ttl + 1.5 s (evicted and recorded), lock delay,
-# handover, and epochs above every restored one after a dump and restore
-# into a new database. Timing bounds are generous; every wait is bounded.
+# handover, a downstream floor's stalled lower raise ended by a higher one
+# (evicted and recorded), and epochs above every restored one after a dump
+# and restore into a new database. Timing bounds are generous; every wait is bounded.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
@@ -165,6 +166,56 @@ check "one below it is stale (LS001), one equal to it passes" \
 	test "$(sqlstate "INSERT INTO down VALUES (3, 400)")/$(sqlstate "INSERT INTO down VALUES (4, 500)")" = LS001/ok
 check "the app role may not raise a floor directly" \
 	test "$(sqlstate "SELECT lease_sql_floor_raise('other-store/db', 'L', 900)")" = 42501
+# A writer whose own write raised the floor, then stalled idle in its
+# transaction: a higher raise ends it after takeover_timeout (500 ms), as C
+# does (the SQL edition cannot read the open raise's target: it finds it in
+# the lock manager), instead of waiting for its transaction. The targets
+# differ above bit 32, and their low 32 bits alone would order them the
+# wrong way round: the stalled lower target's are above the higher raise's,
+# and then an open higher target's are below a lower raise's, which must wait
+# for it, not end it. (Below this database's own epochs, bit 47 and up: the
+# dump check below compares its grants with every recorded epoch.)
+f0=$(((1 << 40) + 500)) f1=$(((1 << 40) + 0xFFFFFF00)) f2=$(((1 << 40) + (1 << 32) + 5))
+f3=$(((1 << 40) + (2 << 32) + 1)) f4=$(((1 << 40) + (1 << 32) + 0x7FFFFFFF))
+q "CREATE TABLE down_r (id int, epoch bigint)" >/dev/null
+q "SELECT lease_fence('down_r', 'R', store => 'other-store/db'); SELECT lease_raise('other-store/db', 'R', $f0)" >/dev/null
+q "GRANT INSERT ON down_r TO app_user" >/dev/null
+# open_raise ID EPOCH SLEEP: a writer of lease_use('R', EPOCH) that raises
+# the floor with row ID, then sleeps SLEEP s idle in its transaction and
+# commits; its pid in $work/raise.pid once it sleeps.
+open_raise()
+{
+	rm -f "$work/raise.pid"
+	PGUSER=app_user psql -X -q -A -t >"$work/raise.out" 2>&1 <<SQL &
+BEGIN;
+SELECT lease_use('R', $2);
+INSERT INTO down_r VALUES ($1, NULL);
+\o $work/raise.pid
+SELECT pg_backend_pid();
+\o
+\! sleep $3
+COMMIT;
+SQL
+	raiser=$!
+	for _ in $(seq 100); do
+		[ -s "$work/raise.pid" ] && [ "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = $(head -1 "$work/raise.pid")")" = "idle in transaction" ] && break
+		sleep 0.05
+	done
+}
+open_raise 1 "$f1" 8
+raised=$(q "SELECT lease_raise('other-store/db', 'R', $f2)::text || ' ' || round(extract(epoch FROM clock_timestamp() - statement_timestamp())::numeric, 3)")
+wait "$raiser" || true
+check "a higher raise ends a stalled lower raise within takeover_timeout + 2.5 s ($raised s, timeout 0.5 s)" \
+	python3 -c "import sys; r = '$raised'.split(); sys.exit(0 if r[0] == 'true' and float(r[1]) <= 3.0 else 1)"
+check "the lower raise never committed; the floor is the higher one" \
+	test "$(q "SELECT count(*) FROM down_r")/$(q "SELECT epoch FROM lease_floors WHERE name = 'R'")" = "0/$f2"
+check "the eviction is recorded with the lower raise's target and pid" \
+	test "$(q "SELECT count(*) FROM lease_events WHERE event = 'evict' AND name = 'R' AND epoch = $f1 AND pid = $(head -1 "$work/raise.pid")")" = 1
+open_raise 2 "$f3" 2
+raised=$(q "SELECT lease_raise('other-store/db', 'R', $f4)")
+wait "$raiser" || true
+check "a lower raise waits for a higher one still open, and ends nothing" \
+	test "$raised/$(q "SELECT count(*) FROM down_r WHERE id = 2")/$(q "SELECT epoch FROM lease_floors WHERE name = 'R'")/$(q "SELECT count(*) FROM lease_events WHERE event = 'evict' AND name = 'R'")" = "f/1/$f3/1"
 
 # --- 5c. the fence finds its lease row and its floor through their indexes --
 # (the trigger once passed the table's name, collation "C", along with the
