@@ -225,7 +225,18 @@ class Bench:
                 if not leader.wait_for("LEADER", 60):
                     leader.fail("no LEADER")
                 continue
-            took.append((int(got[1]) - t) / 1000.0)
+            if int(got[1]) < t:
+                # the follower led before the kill / resign: the leader had
+                # already lost (its own lines say how); counted, not timed
+                leader.wait_after("EOF", 0, 0)  # read what it printed so far
+                lines = [" ".join(f[:1] + [f"{(int(f[1]) - t) / 1000.0:+.0f}ms"] + f[2:]) for f in leader.log
+                         if f[0] in ("LOST", "STATE") and len(f) > 1 and f[1].isdigit()]
+                why = (f"run {i}: the follower led {(t - int(got[1])) / 1000.0:.0f} ms before the {kind}; "
+                       f"the leader's lines: {', '.join(lines) or 'none'}")
+                print(f"  {kind} {system}: {why}", flush=True)
+                self.results[f"{kind}_failed"][system].append(why)
+            else:
+                took.append((int(got[1]) - t) / 1000.0)
             if kind == "handover" and not leader.wait_for("RESIGNED", 10):
                 leader.fail("no RESIGNED")
             leader.stop(grace=5)
@@ -652,9 +663,10 @@ def main():
             for system in SYSTEMS:
                 took = b.moves(system, kind, a.runs)
                 b.results[kind][system] = took
-                print(f"  {kind} {system}: p50 {pct(took, .5):.1f} ms, p99 {pct(took, .99):.1f} ms, "
-                      f"min {min(took):.1f}, max {max(took):.1f} ({len(took)} runs, "
-                      f"{len(b.results[kind + '_failed'][system])} failed)", flush=True)
+                nfail = len(b.results[kind + '_failed'][system])
+                print(f"  {kind} {system}: " + (f"p50 {pct(took, .5):.1f} ms, p99 {pct(took, .99):.1f} ms, "
+                      f"min {min(took):.1f}, max {max(took):.1f} " if took else "no timed run ") +
+                      f"({len(took)} runs, {nfail} failed)", flush=True)
                 b.cleanup()
         if "partition" in only:
             if not a.net_ns:
@@ -741,7 +753,7 @@ def table(res, clients):
         if res[kind]:
             failed = res.get(f"{kind}_failed", {})
             cells = [(f"{pct(res[kind][s], .5):.1f} / {pct(res[kind][s], .99):.1f} ms" if res[kind].get(s) else "-") +
-                     (f" ({len(failed[s])} runs without a leader in 30 s)" if failed.get(s) else "")
+                     (f" ({len(failed[s])} runs failed: no leader in 30 s, or one before the {kind})" if failed.get(s) else "")
                      for s in SYSTEMS]
             print(f"| {kind} p50 / p99 | " + " | ".join(cells) + " |")
     if res.get("partition"):
