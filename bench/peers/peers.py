@@ -674,7 +674,7 @@ def main():
                 print(f"partition: skipped: {why}", flush=True)
                 b.results["partition_skipped"] = why
             else:
-                print(f"partition: {a.runs} runs per system, ttl {TTL}, retry {RETRY}; the leader on its own host "
+                print(f"partition: {a.runs if not a.smoke else 1} runs per system, ttl {TTL}, retry {RETRY}; the leader on its own host "
                       f"({a.net_ns}, servers at {a.net_addr}), the follower on loopback; load {loadavg()}", flush=True)
                 for system in SYSTEMS:
                     for run in range(a.runs if not a.smoke else 1):
