@@ -273,10 +273,10 @@ class Bench:
         self.live.append(old)
         if not old.wait_for("LEADER", 60):
             old.fail("no LEADER")
-        # the follower at a random point of the leader's renew cycle too:
-        # pg_lease and Redis followers poll every retry period, and started
-        # at a fixed time after the leader their polls keep one phase to its
-        # renewals, run after run (the first run of this figure showed it)
+        # the follower at a random point of the leader's renew cycle too: a
+        # follower that polls every retry period (Redis), started a fixed
+        # time after the leader, keeps one phase to its renewals run after
+        # run (the first run of this figure showed it)
         time.sleep(random.uniform(0, 2 * parse_s(RETRY)))
         new = self.peer(system, "elect", "follower", *args, "-id", "follower")
         if not new.wait_for("CAMPAIGN", 60):
