@@ -13,6 +13,11 @@
 # minimum); Redis runs as people run it for locks: in memory, no AOF, no
 # snapshots, so it is not durable.  BENCH_ETCD_PID and BENCH_REDIS_PID name
 # the server processes.
+#
+# BENCH_LISTEN_EXTRA=ADDR (optional): etcd and Redis also listen on ADDR (a
+# network-fault host's link, tests/harness/netns.sh); ZooKeeper, which has
+# one client address, listens on ADDR instead of 127.0.0.1 (a local address:
+# this namespace still reaches it over loopback) and BENCH_ZK names it.
 
 BENCH_PIDS=()
 
@@ -37,7 +42,7 @@ bench_etcd_start()
 	client=$(pg_free_port) && peer=$(pg_free_port) || return 1
 	mkdir -p "$dir"
 	etcd --name bench --data-dir "$dir/etcd" \
-		--listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
+		--listen-client-urls "http://127.0.0.1:$client${BENCH_LISTEN_EXTRA:+,http://$BENCH_LISTEN_EXTRA:$client}" --advertise-client-urls "http://127.0.0.1:$client" \
 		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
 		--initial-cluster "bench=http://127.0.0.1:$peer" --log-level error >"$dir/etcd.log" 2>&1 &
 	BENCH_PIDS+=($!)
@@ -52,7 +57,9 @@ bench_redis_start()
 	command -v redis-server >/dev/null || return 1
 	port=$(pg_free_port) || return 1
 	mkdir -p "$dir"
-	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+	# protected mode refuses every address but loopback: off only when it
+	# also listens on a fault host's link (nothing else can reach that)
+	redis-server --bind 127.0.0.1 ${BENCH_LISTEN_EXTRA:+$BENCH_LISTEN_EXTRA --protected-mode no} --port "$port" --save '' --appendonly no \
 		--dir "$dir" --logfile "$dir/redis.log" &
 	BENCH_PIDS+=($!)
 	BENCH_REDIS_PID=$!
@@ -65,7 +72,7 @@ bench_redis_start()
 # opens 100 sessions from 127.0.0.1).
 bench_zk_start()
 {
-	local dir=$1 port
+	local dir=$1 port addr=${BENCH_LISTEN_EXTRA:-127.0.0.1}
 	[ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null || return 1
 	port=$(pg_free_port) || return 1
 	mkdir -p "$dir/zk/data"
@@ -74,7 +81,7 @@ tickTime=500
 minSessionTimeout=1000
 maxSessionTimeout=60000
 dataDir=$dir/zk/data
-clientPortAddress=127.0.0.1
+clientPortAddress=$addr
 clientPort=$port
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,mntr
@@ -84,11 +91,11 @@ CFG
 		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zk/zoo.cfg" >"$dir/zk.log" 2>&1 &
 	BENCH_PIDS+=($!)
 	BENCH_ZK_PID=$!
-	BENCH_ZK="127.0.0.1:$port"
-	bench_wait zookeeper 300 bench_zk_ok "$port"
+	BENCH_ZK="$addr:$port"
+	bench_wait zookeeper 300 bench_zk_ok "$port" "$addr"
 }
 
-bench_zk_ok() { [ "$(exec 3<>"/dev/tcp/127.0.0.1/$1" && echo ruok >&3 && timeout 2 cat <&3)" = imok ]; }
+bench_zk_ok() { [ "$(exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1" && echo ruok >&3 && timeout 2 cat <&3)" = imok ]; }
 
 bench_servers_stop()
 {

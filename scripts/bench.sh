@@ -14,9 +14,10 @@
 # (find_package, from the bench build dir installed into a private prefix).
 # Last, bench/peers/run.sh: pg_lease side by side with etcd (its Go client),
 # ZooKeeper (Curator) and Redis, each as its users run it: failover,
-# handover, a paused leader's writes, durable operations, 100,000 leases.
+# handover, a leader's host cut off (as root), a paused leader's writes,
+# durable operations, 100,000 leases.
 #
-#   scripts/bench.sh                          # full run, 50-75 minutes on 2 cores (growth: 6-8, many: 2, installed package: 3, peers: 20-40)
+#   scripts/bench.sh                          # full run, 50-75 minutes on 2 cores (growth: 6-8, many: 2, installed package: 3, peers: 20-40, 7 more for the cut)
 #   scripts/bench.sh --rounds 3 --seconds 0.5 # pglease_bench options
 #   BENCH_JSON=out.json scripts/bench.sh      # default: $build/bench-results.json
 set -euo pipefail

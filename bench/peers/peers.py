@@ -41,6 +41,7 @@ class Peer:
                                      stderr=subprocess.PIPE, text=True, bufsize=1)
         self.lines = queue.Queue()
         self.seen = {}
+        self.log = []  # every line read, in order
         self.err = []
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_err, daemon=True).start()
@@ -67,11 +68,36 @@ class Peer:
             except queue.Empty:
                 break
             self.seen.setdefault(fields[0], fields)
+            self.log.append(fields)
             if fields[0] == word:
                 return fields
             if fields[0] == "EOF":
                 break
         return None
+
+    def wait_after(self, word, t_us, timeout):
+        """The first line starting with word whose time (its second field)
+        is t_us or later, read before or within timeout (None if none)."""
+        end = time.time() + timeout
+        while True:
+            try:  # every line already there, then the log
+                while True:
+                    fields = self.lines.get_nowait()
+                    self.seen.setdefault(fields[0], fields)
+                    self.log.append(fields)
+            except queue.Empty:
+                pass
+            for fields in self.log:
+                if fields[0] == word and len(fields) > 1 and fields[1].isdigit() and int(fields[1]) >= t_us:
+                    return fields
+            if "EOF" in self.seen or time.time() >= end:
+                return None
+            try:
+                fields = self.lines.get(timeout=max(0.001, end - time.time()))
+            except queue.Empty:
+                continue
+            self.seen.setdefault(fields[0], fields)
+            self.log.append(fields)
 
     def resign(self):
         t = now_us()
@@ -116,21 +142,28 @@ class Bench:
     def __init__(self, a):
         self.a = a
         self.results = {"systems": SYSTEMS, "failover": {}, "handover": {}, "stale": {},
-                        "ops": {}, "many": {}, "settings": {}}
+                        "partition": {}, "ops": {}, "many": {}, "settings": {}}
         self.live = []
 
     # ---- the systems ----------------------------------------------------
-    def argv(self, system, mode):
+    def argv(self, system, mode, host=None):
+        """host: reach every server at that address instead (the partition
+        figure's leader, on the host side of its link)."""
         a = self.a
+        pg, jdbc, etcd, redis, zk = a.pg, a.jdbc, a.etcd, a.redis, a.zk
+        if host:
+            pg = " ".join(f"host={host}" if w.startswith("host=") else w for w in pg.split())
+            jdbc = jdbc.replace("//127.0.0.1:", f"//{host}:")
+            etcd, redis, zk = (f"{host}:{e.rsplit(':', 1)[1]}" for e in (etcd, redis, zk))
         if system == "pg_lease":
-            return [a.pglease_peer, mode, "-pg", a.pg]
+            return [a.pglease_peer, mode, "-pg", pg]
         if system == "etcd":
-            return [os.path.join(a.bin, "etcdpeer"), mode, "-endpoint", a.etcd, "-pg", a.pg]
+            return [os.path.join(a.bin, "etcdpeer"), mode, "-endpoint", etcd, "-pg", pg]
         if system == "zookeeper":
             return ["java", "-Xss512k", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", a.classpath,
-                    "ZkPeer", mode, "-endpoint", a.zk, "-pg", a.jdbc]
+                    "ZkPeer", mode, "-endpoint", zk, "-pg", jdbc]
         if system == "redis":
-            return [os.path.join(a.bin, "redispeer"), mode, "-endpoint", a.redis, "-pg", a.pg]
+            return [os.path.join(a.bin, "redispeer"), mode, "-endpoint", redis, "-pg", pg]
         raise ValueError(system)
 
     def peer(self, system, mode, label, *extra):
@@ -192,7 +225,18 @@ class Bench:
                 if not leader.wait_for("LEADER", 60):
                     leader.fail("no LEADER")
                 continue
-            took.append((int(got[1]) - t) / 1000.0)
+            if int(got[1]) < t:
+                # the follower led before the kill / resign: the leader had
+                # already lost (its own lines say how); counted, not timed
+                leader.wait_after("EOF", 0, 0)  # read what it printed so far
+                lines = [" ".join(f[:1] + [f"{(int(f[1]) - t) / 1000.0:+.0f}ms"] + f[2:]) for f in leader.log
+                         if f[0] in ("LOST", "STATE") and len(f) > 1 and f[1].isdigit()]
+                why = (f"run {i}: the follower led {(t - int(got[1])) / 1000.0:.0f} ms before the {kind}; "
+                       f"the leader's lines: {', '.join(lines) or 'none'}")
+                print(f"  {kind} {system}: {why}", flush=True)
+                self.results[f"{kind}_failed"][system].append(why)
+            else:
+                took.append((int(got[1]) - t) / 1000.0)
             if kind == "handover" and not leader.wait_for("RESIGNED", 10):
                 leader.fail("no RESIGNED")
             leader.stop(grace=5)
@@ -201,6 +245,99 @@ class Bench:
         leader.wait_for("RESIGNED", 10)
         leader.stop()
         return took
+
+    # ---- a leader's host cut off -------------------------------------------
+    def net(self, what):
+        """net_cut (both ways) or net_heal of the leader's host, by the shell
+        helpers of tests/harness/netns.sh (run.sh made the host); the time
+        the rules were in force (or gone): when the command returned."""
+        t0 = time.time()
+        cmd = {"cut": "net_cut leader both", "heal": "net_heal leader"}[what]
+        subprocess.run(["bash", "-c", f'source "$1"; NET_NS[leader]=$2; {cmd}', "net", self.a.net_helpers,
+                        self.a.net_ns], check=True, timeout=20)
+        return now_us(), (time.time() - t0) * 1000
+
+    def partition(self, system, run, smoke):
+        """The leader runs on a host of its own (a namespace joined by a veth
+        pair), the follower on loopback; the leader's host is cut off both
+        ways (nftables drop: its sockets stay open). From the cut: the old
+        leader's LOST, the follower's LEADER, their overlap; then the heal,
+        and whether the old leader came back as a follower without a
+        restart: the new one resigns and the old one must lead again."""
+        a = self.a
+        bound = 12.0 if smoke else 20.0  # 6 and 10 ttl
+        name = f"partition-{system}-{os.getpid()}-{run}"
+        args = ["-name", name, "-ttl", TTL, "-retry", RETRY, "-rejoin"]
+        old = Peer(["ip", "netns", "exec", a.net_ns] + self.argv(system, "elect", host=a.net_addr) +
+                   args + ["-id", "cutoff"], f"{system} cut-off leader")
+        self.live.append(old)
+        if not old.wait_for("LEADER", 60):
+            old.fail("no LEADER")
+        # the follower at a random point of the leader's renew cycle too: a
+        # follower that polls every retry period (Redis), started a fixed
+        # time after the leader, keeps one phase to its renewals run after
+        # run (the first run of this figure showed it)
+        time.sleep(random.uniform(0, 2 * parse_s(RETRY)))
+        new = self.peer(system, "elect", "follower", *args, "-id", "follower")
+        if not new.wait_for("CAMPAIGN", 60):
+            new.fail("no CAMPAIGN")
+        # campaigning; then a random point of the leader's renew cycle
+        time.sleep(0.5 + random.uniform(0, 0.7))
+        t_before = now_us()
+        t_cut, cut_ms = self.net("cut")
+        end = time.time() + bound
+        led = new.wait_for("LEADER", bound)
+        lost = old.wait_after("LOST", t_before, max(0.0, end - time.time()))
+        # the same cut for every system: at least 3 ttl (the smoke: at once)
+        time.sleep(max(0.0, (t_cut / 1e6 + (0 if smoke else 3 * parse_s(TTL))) - time.time()))
+        t_heal, heal_ms = self.net("heal")
+        lost_after_heal = None
+        if not lost:
+            got = old.wait_after("LOST", t_before, 10)
+            lost_after_heal = (int(got[1]) - t_heal) / 1000.0 if got else None
+        r = {"cut_cmd_ms": cut_ms, "heal_cmd_ms": heal_ms, "heal_after_cut_ms": (t_heal - t_cut) / 1000.0,
+             "stepdown_ms": (int(lost[1]) - t_cut) / 1000.0 if lost else None,
+             "stepdown_why": " ".join(lost[2:]) if lost else None,
+             "new_leader_ms": (int(led[1]) - t_cut) / 1000.0 if led else None,
+             "lost_after_heal_ms": lost_after_heal}
+        if led and lost:
+            r["overlap_ms"] = max(0.0, (int(lost[1]) - int(led[1])) / 1000.0)
+        elif led:  # still claiming at the heal: at least this long
+            r["overlap_at_least_ms"] = (t_heal - int(led[1])) / 1000.0
+        # After the heal: the old leader must not lead while the new one
+        # does; then the new one resigns and the old one, a follower again
+        # in the same process, takes over.
+        time.sleep(1.0 if smoke else 2.0)
+        again = old.wait_after("LEADER", t_before, 0)
+        r["old_led_again_before_resign"] = (int(again[1]) - t_heal) / 1000.0 if again else None
+        t_resign = new.resign()
+        resigned = new.wait_for("RESIGNED", 10)
+        back = old.wait_after("LEADER", t_before, 15)
+        r["rejoin_takeover_ms"] = (int(back[1]) - t_resign) / 1000.0 if back else None
+        r["resign_after_heal_ms"] = (t_resign - t_heal) / 1000.0
+        # what the old leader printed from the cut on, ms after the cut
+        r["old_lines"] = [f"{f[0]} {(int(f[1]) - t_cut) / 1000.0:+.0f}" + (" " + " ".join(f[2:]) if len(f) > 2 else "")
+                          for f in old.log if len(f) > 1 and f[1].isdigit() and int(f[1]) >= t_before]
+        old.resign()
+        old.wait_for("RESIGNED", 10)
+        old.stop(grace=5)
+        new.stop(grace=5)
+        if not resigned:
+            r["new_not_resigned"] = True
+
+        def ms(v):
+            return "-" if v is None else f"{v:.0f}"
+        print(f"  partition {system} run {run}: step-down {ms(r['stepdown_ms'])} ms ({r['stepdown_why'] or 'no LOST by the heal'}), "
+              f"new leader {ms(r['new_leader_ms'])} ms, overlap "
+              + (f"{r['overlap_ms']:.0f} ms" if "overlap_ms" in r else
+                 f"at least {r['overlap_at_least_ms']:.0f} ms (still claiming at the heal; LOST {ms(lost_after_heal)} ms after it)"
+                 if "overlap_at_least_ms" in r else "-")
+              + f"; healed at {r['heal_after_cut_ms']:.0f} ms; after the heal the old one led again before the new one resigned: "
+              f"{'no' if again is None else ms(r['old_led_again_before_resign']) + ' ms after the heal'}; "
+              f"it took over {ms(r['rejoin_takeover_ms'])} ms after the new one resigned; "
+              f"cut {cut_ms:.0f} ms, heal {heal_ms:.0f} ms (commands); old leader's lines: {', '.join(r['old_lines'])}; "
+              f"load {loadavg()}", flush=True)
+        self.results["partition"].setdefault(system, []).append(r)
 
     # ---- a paused leader's writes -----------------------------------------
     def commit_order_setup(self):
@@ -489,7 +626,7 @@ def main():
     ap.add_argument("--redis", required=True)
     ap.add_argument("--pids", required=True, help="system=pid,... of the servers")
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", default="failover,handover,stale,ops,many")
+    ap.add_argument("--only", default="failover,handover,partition,stale,ops,many")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--stale-runs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
@@ -501,6 +638,10 @@ def main():
     ap.add_argument("--many-runs", type=int, default=3)
     ap.add_argument("--many-variants", default="pg_lease,etcd,etcd-keys,zookeeper,redis")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--net-ns", help="partition: the leader's host (namespace), made by run.sh")
+    ap.add_argument("--net-addr", help="partition: the servers' address on that host's link")
+    ap.add_argument("--net-helpers", help="partition: tests/harness/netns.sh")
+    ap.add_argument("--no-net", help="partition: why it cannot run here (printed)")
     a = ap.parse_args()
     SYSTEMS[:] = [s for s in SYSTEMS if s in a.systems.split(",")]
     if a.smoke:
@@ -522,10 +663,29 @@ def main():
             for system in SYSTEMS:
                 took = b.moves(system, kind, a.runs)
                 b.results[kind][system] = took
-                print(f"  {kind} {system}: p50 {pct(took, .5):.1f} ms, p99 {pct(took, .99):.1f} ms, "
-                      f"min {min(took):.1f}, max {max(took):.1f} ({len(took)} runs, "
-                      f"{len(b.results[kind + '_failed'][system])} failed)", flush=True)
+                nfail = len(b.results[kind + '_failed'][system])
+                print(f"  {kind} {system}: " + (f"p50 {pct(took, .5):.1f} ms, p99 {pct(took, .99):.1f} ms, "
+                      f"min {min(took):.1f}, max {max(took):.1f} " if took else "no timed run ") +
+                      f"({len(took)} runs, {nfail} failed)", flush=True)
                 b.cleanup()
+        if "partition" in only:
+            if not a.net_ns:
+                why = a.no_net or "no --net-ns (bench/peers/run.sh makes the host)"
+                print(f"partition: skipped: {why}", flush=True)
+                b.results["partition_skipped"] = why
+            else:
+                print(f"partition: {a.runs if not a.smoke else 1} runs per system, ttl {TTL}, retry {RETRY}; the leader on its own host "
+                      f"({a.net_ns}, servers at {a.net_addr}), the follower on loopback; load {loadavg()}", flush=True)
+                for system in SYSTEMS:
+                    for run in range(a.runs if not a.smoke else 1):
+                        b.partition(system, run, a.smoke)
+                        b.cleanup()
+                    rs = b.results["partition"][system]
+                    print(f"  partition {system}: step-down {spread([r['stepdown_ms'] for r in rs if r['stepdown_ms'] is not None], '{:.0f}')} ms "
+                          f"({sum(r['stepdown_ms'] is None for r in rs)} runs without LOST by the heal), new leader "
+                          f"{spread([r['new_leader_ms'] for r in rs if r['new_leader_ms'] is not None], '{:.0f}')} ms, overlap "
+                          f"{spread([r['overlap_ms'] for r in rs if 'overlap_ms' in r], '{:.0f}')} ms "
+                          f"({sum(r.get('overlap_ms', 0) > 0 for r in rs)} runs with an overlap)", flush=True)
         if "stale" in only:
             print(f"stale: a paused leader's writes; load {loadavg()}", flush=True)
             b.commit_order_setup()
@@ -593,9 +753,25 @@ def table(res, clients):
         if res[kind]:
             failed = res.get(f"{kind}_failed", {})
             cells = [(f"{pct(res[kind][s], .5):.1f} / {pct(res[kind][s], .99):.1f} ms" if res[kind].get(s) else "-") +
-                     (f" ({len(failed[s])} runs without a leader in 30 s)" if failed.get(s) else "")
+                     (f" ({len(failed[s])} runs failed: no leader in 30 s, or one before the {kind})" if failed.get(s) else "")
                      for s in SYSTEMS]
             print(f"| {kind} p50 / p99 | " + " | ".join(cells) + " |")
+    if res.get("partition"):
+        def cell(rs):
+            down = [r["stepdown_ms"] for r in rs if r["stepdown_ms"] is not None]
+            up = [r["new_leader_ms"] for r in rs if r["new_leader_ms"] is not None]
+            over = [r["overlap_ms"] for r in rs if "overlap_ms" in r]
+            never = sum(r["stepdown_ms"] is None for r in rs)
+            back = sum(r["rejoin_takeover_ms"] is not None for r in rs)
+            again = sum(r["old_led_again_before_resign"] is not None for r in rs)
+            return (f"step-down {spread(down, '{:.0f}')} ms; new leader {spread(up, '{:.0f}')} ms; "
+                    f"overlap {spread(over, '{:.0f}')} ms"
+                    + (f" (**{sum(x > 0 for x in over)} of {len(rs)} runs overlapped**)" if any(x > 0 for x in over) else "")
+                    + (f"; **{never} of {len(rs)} runs: no step-down by the heal**" if never else "")
+                    + (f"; **{again} led again after the heal before the new one resigned**" if again else "")
+                    + f"; back as a follower without a restart: {back} of {len(rs)}")
+        print("| a leader's host cut off (nftables drop both ways), from the cut | " + " | ".join(
+            cell(res["partition"][s]) if res["partition"].get(s) else "-" for s in SYSTEMS) + " |")
     what = {"": "the client's word that it leads, then a write to PostgreSQL",
             "-guard": "a check at the peer, then a separate write to PostgreSQL (a check made in the client does not fence writes to PostgreSQL)",
             "-fence": "the write into the peer itself, fenced there (etcd Txn on the leader key's revision, ZooKeeper multi(check, create), Redis script)"}
@@ -656,6 +832,12 @@ def check(res, only, clients):
                 for r in res["stale"].get(f"{s}-{pause}{'' if s == 'pg_lease' else '-fence'}", []):
                     if r["accepted_stale"] != 0:
                         bad.append(f"{s} accepted {r['accepted_stale']} stale writes ({pause})")
+    if "partition" in only and not res.get("partition_skipped"):
+        for s in SYSTEMS:
+            rs = res["partition"].get(s)
+            # the harness: the follower was elected while the leader was cut off
+            if not rs or any(r["new_leader_ms"] is None for r in rs):
+                bad.append(f"partition {s}: {rs}")
     if "ops" in only:
         for figure, per in OPS.items():
             for s in (x for x in per if x in SYSTEMS):
@@ -672,7 +854,10 @@ def check(res, only, clients):
     if bad:
         print("SMOKE FAILED:\n  " + "\n  ".join(bad))
         sys.exit(1)
-    print("smoke: every system elected, handed over, failed over; stale counts, ops and many figures produced")
+    print("smoke: every system elected, handed over, failed over" +
+          ("" if "partition" not in only else
+           f", partition {'skipped: ' + res['partition_skipped'] if res.get('partition_skipped') else 'a new leader while the old was cut off'}") +
+          "; stale counts, ops and many figures produced")
 
 
 if __name__ == "__main__":

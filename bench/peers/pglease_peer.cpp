@@ -8,6 +8,9 @@
 ///       elector (renew deadline 3/4 ttl); LEADER when on_started_leading
 ///       runs; writes into T with run_fenced() while leading; "resign" on
 ///       stdin stops the elector (releases: NOTIFY wakes the follower).
+///       LOST: without -table when the term's stop token fires (the
+///       elector's own deadline), else at on_stopped_leading; the elector
+///       campaigns on after a loss by itself (-rejoin is accepted, a no-op).
 ///   pglease_peer ops -pg CONNINFO -op cycle|renew|renew-many -clients N -seconds S
 ///       cycle: lease_acquire + lease_release, each client cycling over 100
 ///       leases of its own; renew: lease_renew over 100 held leases;
@@ -109,11 +112,17 @@ int elect() {
     const int pause_at = std::stoi(get("pause-at", "0"));
     const ms gap = millis("write-gap", "5ms");
     pglease::elector* self = nullptr;
+    // LOST once per term: at the stop token (the elector's word, by its
+    // clock alone) when there is no work, else at on_stopped_leading.
+    std::atomic<bool> said_lost{false};
 
     cfg.callbacks.on_started_leading = [&](std::int64_t epoch, const pglease::stop_token& stop) {
+        said_lost = false;
         say("LEADER", now_us(), epoch);
         if (table.empty()) {
             stop.wait();
+            said_lost = true;
+            say("LOST", now_us(), "stop_token");
             return;
         }
         // The leader's work: one fenced INSERT per write while leading.
@@ -153,7 +162,10 @@ int elect() {
         say("STOPPED_WRITING", now_us(), seq);
         stop.wait();
     };
-    cfg.callbacks.on_stopped_leading = [] { say("LOST", now_us()); };
+    cfg.callbacks.on_stopped_leading = [&] {
+        if (!said_lost.exchange(true))
+            say("LOST", now_us(), "stopped_leading");
+    };
 
     pglease::elector elector{cfg};
     self = &elector;
@@ -370,7 +382,7 @@ int main(int argc, char** argv) {
         std::string k = argv[i];
         while (!k.empty() && k[0] == '-')
             k.erase(0, 1);
-        if (k == "guard") {
+        if (k == "guard" || k == "rejoin") { // rejoin: the elector campaigns on by itself
             opt[k] = "1";
             continue;
         }

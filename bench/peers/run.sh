@@ -8,6 +8,9 @@
 #
 #   bench/peers/run.sh --pglease-peer PATH [--build DIR] [--no-pin] [--smoke] [peers.py options]
 #       --smoke: every figure once, briefly; checks the harness, never timings
+#       the partition figure needs root, `ip netns` and nft: run.sh makes a
+#       host for the leader (tests/harness/netns.sh) and every server also
+#       listens on that host's link; without them it says why and runs the rest
 #       --no-pin: no CPU pinning (by default, with 2 or more CPUs, every
 #       server runs on CPU 0 and the driver and every client on the others:
 #       each system gets the same CPUs for its server and for its clients)
@@ -25,6 +28,16 @@ while [ $# -gt 0 ]; do
 	--no-pin) pin=; shift ;;
 	*) args+=("$1"); shift ;;
 	esac
+done
+# The partition figure is wanted unless --only names other figures.
+want_net=1
+for ((i = 0; i < ${#args[@]}; i++)); do
+	case ${args[i]} in
+	--only) only=${args[i + 1]:-} ;;
+	--only=*) only=${args[i]#--only=} ;;
+	*) continue ;;
+	esac
+	case ",$only," in *,partition,*) want_net=1 ;; *) want_net= ;; esac
 done
 [ -x "$peer" ] || { echo "run.sh: --pglease-peer PATH (the pglease_peer binary) required" >&2; exit 2; }
 for tool in go javac etcd redis-server; do
@@ -47,10 +60,34 @@ export PG_TEST_FSYNC=on
 unset PGHOST PGPORT PGDATABASE PGUSER
 source "$here/../../tests/harness/pg_cluster.sh"
 source "$here/../servers.sh"
+source "$here/../../tests/harness/netns.sh"
 work=$(mktemp -d /tmp/pglease_peers.XXXXXX)
 chmod 0755 "$work"
-trap 'bench_servers_stop; pg_cluster_stop_all; rm -rf "$work"' EXIT
-pg_cluster_start peers -c shared_preload_libraries=pg_lease -c max_connections=400 -c synchronous_commit=on
+trap 'bench_servers_stop; pg_cluster_stop_all; net_destroy_all; rm -rf "$work"' EXIT
+
+# The partition figure's host: a namespace on a veth pair of its own, where
+# the leader runs; every server also listens on this side of its link.
+net_args=()
+pg_listen=()
+if [ -n "$want_net" ]; then
+	why=
+	[ "$(id -u)" -eq 0 ] || why="not root"
+	command -v nft >/dev/null || why="${why:+$why; }no nft (apt-get install nftables)"
+	ip netns list >/dev/null 2>&1 || why="${why:+$why; }no ip netns"
+	[ -n "$why" ] || net_host leader || why="net_host failed"
+	if [ -n "$why" ]; then
+		echo "peers: the partition figure is skipped: $why (it needs root, ip netns and nft); the other figures run"
+		net_args=(--no-net "$why")
+	else
+		export BENCH_LISTEN_EXTRA=$(net_server_addr leader)
+		net_args=(--net-ns "${NET_NS[leader]}" --net-addr "$BENCH_LISTEN_EXTRA" --net-helpers "$here/../../tests/harness/netns.sh")
+		pg_listen=(-c "listen_addresses=127.0.0.1,$BENCH_LISTEN_EXTRA")
+		pg_cluster_init peers
+		echo "host all all ${NET_PEER[leader]}/32 trust" >>"$(pg_cluster_dir peers)/data/pg_hba.conf"
+		echo "peers: the partition figure's leader host: namespace ${NET_NS[leader]}, ${NET_PEER[leader]} there, servers also on $BENCH_LISTEN_EXTRA"
+	fi
+fi
+pg_cluster_start peers -c shared_preload_libraries=pg_lease -c max_connections=400 -c synchronous_commit=on "${pg_listen[@]}"
 psql -X -q -c "CREATE EXTENSION pg_lease"
 bench_etcd_start "$work"
 bench_redis_start "$work"
@@ -83,6 +120,6 @@ echo "peers: $(etcd --version | head -1); ZooKeeper $(dpkg-query -W -f='${Versio
 	--jdbc "jdbc:postgresql://$PGHOST:$PGPORT/$PGDATABASE?user=$PGUSER" \
 	--etcd "${BENCH_ETCD_URL#http://}" --zk "$BENCH_ZK" --redis "$BENCH_REDIS" \
 	--pids "pg_lease=$pg_pid,etcd=$BENCH_ETCD_PID,zookeeper=$BENCH_ZK_PID,redis=$BENCH_REDIS_PID" \
-	--json "${BENCH_PEERS_JSON:-$build/peers.json}" "${args[@]}"
+	--json "${BENCH_PEERS_JSON:-$build/peers.json}" "${net_args[@]}" "${args[@]}"
 echo "peers: load after: $(cut -d' ' -f1-3 /proc/loadavg); took $((SECONDS - start)) s"
 machine end

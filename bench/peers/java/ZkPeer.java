@@ -6,7 +6,9 @@
 //   ZkPeer elect -endpoint H:P -name N -id ID -ttl 2s -retry 300ms [-pg URL -table T [-guard] [-pause-at N]]
 //       LeaderLatch.start + await; LEADER when elected; writes into T while
 //       hasLeadership(); "resign" on stdin closes the latch (deletes its
-//       node). -guard: each write first checks at ZooKeeper that the latch's
+//       node). LOST at the latch's notLeader; it joins again by itself
+//       after a reconnect (-rejoin is accepted, a no-op). -guard: each
+//       write first checks at ZooKeeper that the latch's
 //       own node still exists (our session is alive there). -fence: the work
 //       goes into ZooKeeper instead, each write a multi(check(our latch
 //       node), create(...)): ZooKeeper's own fence, for writes into it.
@@ -34,6 +36,7 @@ import java.util.function.BooleanSupplier;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.data.Stat;
@@ -96,10 +99,18 @@ public final class ZkPeer {
         stdin.start();
 
         LeaderLatch latch = new LeaderLatch(c, "/peers/" + get("name", "peers"), id);
+        // Curator's word: isLeader / notLeader (the latch drops leadership
+        // on SUSPENDED, i.e. when the ZooKeeper client lost its connection,
+        // and on LOST); after RECONNECTED the latch joins again by itself.
+        // STATE lines: the connection states, for the record.
+        latch.addListener(new LeaderLatchListener() {
+            @Override public void isLeader() { say("LEADER", nowUs()); }
+            @Override public void notLeader() { say("LOST", nowUs(), "notLeader"); }
+        });
+        c.getConnectionStateListenable().addListener((client, state) -> say("STATE", nowUs(), state));
         say("CAMPAIGN", nowUs());
         latch.start();
         if (!latch.await(120, TimeUnit.SECONDS)) throw new IllegalStateException("not elected in 120 s");
-        say("LEADER", nowUs());
 
         String table = get("table", "");
         if (!table.isEmpty()) {
@@ -311,7 +322,7 @@ public final class ZkPeer {
         ZkPeer p = new ZkPeer();
         for (int i = 1; i < args.length; i++) {
             String k = args[i].replaceFirst("^-+", "");
-            if (k.equals("guard") || k.equals("fence")) { p.opt.put(k, "1"); continue; }
+            if (k.equals("guard") || k.equals("fence") || k.equals("rejoin")) { p.opt.put(k, "1"); continue; }
             if (i + 1 >= args.length) { System.err.println("missing value for " + args[i]); System.exit(2); }
             p.opt.put(k, args[++i]);
         }

@@ -33,6 +33,7 @@ type Flags struct {
 	Guard    bool          // check the peer's own guard before each write (etcd: leader key revision)
 	Fence    bool          // write into the peer itself, fenced there (etcd Txn, Redis script); not PostgreSQL
 	PauseAt  int           // SIGSTOP itself after the guard of write PauseAt passed, before the write
+	Rejoin   bool          // elect: after LOST, campaign again in the same process (a new session / lock loop)
 	Op       string        // ops: the operation
 	Clients  int           // ops: concurrent clients, each its own connection
 	Seconds  float64       // ops: length of the phase
@@ -63,6 +64,7 @@ func Parse() *Flags {
 	fs.BoolVar(&f.Guard, "guard", false, "check the peer's guard before each write")
 	fs.BoolVar(&f.Fence, "fence", false, "write into the peer, fenced by the peer")
 	fs.IntVar(&f.PauseAt, "pause-at", 0, "SIGSTOP self between guard and write number N")
+	fs.BoolVar(&f.Rejoin, "rejoin", false, "elect: campaign again after losing")
 	fs.StringVar(&f.Op, "op", "", "ops: operation")
 	fs.IntVar(&f.Clients, "clients", 1, "ops: clients")
 	fs.Float64Var(&f.Seconds, "seconds", 1, "ops: seconds")

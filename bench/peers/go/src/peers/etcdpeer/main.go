@@ -10,7 +10,9 @@
 //	    documentation suggests; the write itself still goes to PostgreSQL.
 //	    With -fence the work goes into etcd instead, each write a Txn that
 //	    puts it only if the leader key still has our create revision: etcd's
-//	    own fence, for writes into etcd.
+//	    own fence, for writes into etcd. LOST when the session's Done
+//	    channel closes (no keepalive answer within the ttl); -rejoin: then a
+//	    new session and a new Campaign in the same process.
 //	etcdpeer audit -name N
 //	    the -fence writes of election N in etcd's commit order (revision)
 //	etcdpeer ops -op txn|grant-revoke|claim-delete|keepalive|keepalive-once -clients N -seconds S [-window 100]
@@ -54,12 +56,42 @@ func elect(f *common.Flags) {
 	cli := connect(f)
 	defer cli.Close()
 	resign := common.Resign()
-	// The session's lease has the ttl (whole seconds in etcd); the client
-	// keeps it alive over its KeepAlive stream at ttl/3.
-	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(int(f.TTL/time.Second)))
-	if err != nil {
-		common.Die("session", err)
+	// A session whose lease expired is over (its Done channel is closed for
+	// good): with -rejoin the process makes a new one and campaigns again,
+	// as an etcd user must; the client's connection itself is kept.
+	for term(f, cli, resign) && f.Rejoin {
 	}
+}
+
+// newSession is concurrency.NewSession with its Grant bounded (5 s a try,
+// retried at the retry period for 120 s): a Grant sent into a dead link
+// would otherwise wait for as long as the connection stays open.
+func newSession(f *common.Flags, cli *clientv3.Client) *concurrency.Session {
+	until := time.Now().Add(120 * time.Second)
+	for {
+		c, cc := context.WithTimeout(context.Background(), 5*time.Second)
+		g, err := cli.Grant(c, int64(f.TTL/time.Second))
+		cc()
+		if err == nil {
+			s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(f.TTL/time.Second)), concurrency.WithLease(g.ID))
+			if err == nil {
+				return s
+			}
+		}
+		if time.Now().After(until) {
+			common.Die("session", err)
+		}
+		time.Sleep(f.Retry)
+	}
+}
+
+// term: one session, one campaign, one term; true when it ended because
+// the client saw its session's lease expire (LOST).
+func term(f *common.Flags, cli *clientv3.Client, resign <-chan struct{}) bool {
+	// The session's lease has the ttl (whole seconds in etcd); the client
+	// keeps it alive over its KeepAlive stream at ttl/3, and closes the
+	// session's Done channel when no keepalive answer came within the ttl.
+	sess := newSession(f, cli)
 	e := concurrency.NewElection(sess, "/peers/"+f.Name)
 	common.Say("CAMPAIGN", common.NowUs())
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -114,8 +146,8 @@ func elect(f *common.Flags) {
 	select {
 	case <-resign:
 	case <-sess.Done():
-		common.Say("LOST", common.NowUs())
-		return
+		common.Say("LOST", common.NowUs(), "session_done")
+		return true
 	case <-time.After(120 * time.Second):
 	}
 	c, cc := context.WithTimeout(context.Background(), 5*time.Second)
@@ -125,6 +157,7 @@ func elect(f *common.Flags) {
 	}
 	common.Say("RESIGNED", common.NowUs())
 	sess.Close()
+	return false
 }
 
 // ops: each client its own clientv3.Client (its own gRPC connection).

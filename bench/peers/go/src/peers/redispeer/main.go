@@ -9,6 +9,9 @@
 //	    -guard: each write first checks GET key == id at Redis
 //	    -fence: the work goes into Redis instead, each write a script that
 //	    appends it only if the key is still ours (atomic on one node)
+//	    LOST when a renewal finds the key not ours, or when the ttl has
+//	    passed since the last renewal that succeeded was sent (Redlock's
+//	    validity time); -rejoin: then back to SET NX in the same process
 //	redispeer audit -name N      the -fence writes in Redis's order
 //	redispeer ops -op cycle|renew -clients N -seconds S
 //	redispeer many -leases 1000 -ttl 30s -hold 300s
@@ -17,6 +20,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,8 +33,7 @@ var fencedWrite = redis.NewScript(2, `if redis.call("get", KEYS[1]) == ARGV[1] t
 var releaseScript = redis.NewScript(1, `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 
 func dial(f *common.Flags) redis.Conn {
-	c, err := redis.Dial("tcp", f.Endpoint, redis.DialConnectTimeout(2*time.Second),
-		redis.DialReadTimeout(2*time.Second), redis.DialWriteTimeout(2*time.Second))
+	c, err := tryDial(f)
 	if err != nil {
 		common.Die("redis", err)
 	}
@@ -39,47 +42,116 @@ func dial(f *common.Flags) redis.Conn {
 
 func ms(d time.Duration) int64 { return int64(d / time.Millisecond) }
 
+// tryDial is dial without dying: a campaign or a renewer on a dead link
+// dials again at its next try.
+func tryDial(f *common.Flags) (redis.Conn, error) {
+	return redis.Dial("tcp", f.Endpoint, redis.DialConnectTimeout(2*time.Second),
+		redis.DialReadTimeout(2*time.Second), redis.DialWriteTimeout(2*time.Second))
+}
+
 func elect(f *common.Flags) {
-	key := "peers:" + f.Name
 	resign := common.Resign()
-	c := dial(f)
-	defer c.Close()
+	// -rejoin: after LOST the lock loop takes the process back to SET NX.
+	for term(f, resign) && f.Rejoin {
+	}
+}
+
+// term: one campaign and one term; true when the term ended by LOST.
+func term(f *common.Flags, resign <-chan struct{}) bool {
+	key := "peers:" + f.Name
+	var c redis.Conn
 	common.Say("CAMPAIGN", common.NowUs())
 	deadline := time.Now().Add(120 * time.Second)
+	var sent time.Time
+	said := ""
 	for {
-		ok, err := redis.String(c.Do("SET", key, f.ID, "NX", "PX", ms(f.TTL)))
-		if err == nil && ok == "OK" {
-			break
+		var err error
+		if c == nil {
+			c, err = tryDial(f)
+		}
+		if err == nil {
+			sent = time.Now()
+			var ok string
+			ok, err = redis.String(c.Do("SET", key, f.ID, "NX", "PX", ms(f.TTL)))
+			if err == nil && ok == "OK" {
+				break
+			}
 		}
 		if err != nil && err != redis.ErrNil {
-			common.Die("set", err)
+			if !f.Rejoin {
+				common.Die("set", err)
+			}
+			if said != err.Error() { // each new error once, for the record
+				said = err.Error()
+				fmt.Fprintln(os.Stderr, "campaign:", said)
+			}
+			if c != nil {
+				c.Close() // redigo: a connection that failed stays failed
+				c = nil
+			}
 		}
 		if time.Now().After(deadline) {
 			common.Die("campaign", fmt.Errorf("not elected in 120 s"))
 		}
 		time.Sleep(f.Retry)
 	}
+	defer c.Close()
 	common.Say("LEADER", common.NowUs())
 
-	// The renewer on its own connection: compare-and-renew at ttl/3; a
-	// renewal that finds another value (or none) ends the term.
+	// The term ends when a renewal finds another value (or none), or when
+	// the ttl has passed since the last renewal that succeeded was sent
+	// (the SET at first): the key may be gone at the server by then
+	// (Redlock's validity time; a renewal that fails or hangs does not
+	// renew). The renewer is on its own connection, at ttl/3.
 	var leading int32 = 1
+	lost := make(chan struct{})
+	var once sync.Once
+	lose := func(why string) {
+		once.Do(func() {
+			atomic.StoreInt32(&leading, 0)
+			common.Say("LOST", common.NowUs(), why)
+			close(lost)
+		})
+	}
+	expiry := time.AfterFunc(time.Until(sent.Add(f.TTL)), func() { lose("deadline") })
 	stop := make(chan struct{})
 	go func() {
-		rc := dial(f)
-		defer rc.Close()
+		defer expiry.Stop()
+		rc, _ := tryDial(f)
+		defer func() {
+			if rc != nil {
+				rc.Close()
+			}
+		}()
 		t := time.NewTicker(f.TTL / 3)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
 				return
+			case <-lost:
+				return
 			case <-t.C:
+				var err error
+				if rc == nil {
+					if rc, err = tryDial(f); err != nil {
+						rc = nil
+						continue
+					}
+				}
+				at := time.Now()
 				n, err := redis.Int(renewScript.Do(rc, key, f.ID, ms(f.TTL)))
-				if err == nil && n == 0 {
-					atomic.StoreInt32(&leading, 0)
-					common.Say("LOST", common.NowUs())
+				switch {
+				case err != nil:
+					rc.Close()
+					rc = nil
+				case n == 0:
+					lose("not_ours")
 					return
+				default:
+					if atomic.LoadInt32(&leading) == 1 {
+						expiry.Reset(time.Until(at.Add(f.TTL)))
+					}
 				}
 			}
 		}
@@ -120,8 +192,15 @@ func elect(f *common.Flags) {
 		}
 		common.Loop(f, isLeading, guard, write)
 	}
+	var rejoin <-chan struct{} // nil: never ready
+	if f.Rejoin {
+		rejoin = lost
+	}
 	select {
 	case <-resign:
+	case <-rejoin:
+		close(stop)
+		return true
 	case <-time.After(120 * time.Second):
 	}
 	close(stop)
@@ -129,6 +208,7 @@ func elect(f *common.Flags) {
 		common.Die("release", err)
 	}
 	common.Say("RESIGNED", common.NowUs())
+	return false
 }
 
 func ops(f *common.Flags) {
