@@ -159,6 +159,7 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
             return inject_netdown(ph, "l0", kinds[static_cast<std::size_t>(k)]);
         });
         d.relays = true;
+        d.floors.grants = p.netdown; // netdown-cut changes no leader
         return run_single(s, rng, d);
     });
     run("kill", [&] {

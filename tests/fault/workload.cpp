@@ -219,13 +219,14 @@ void writer_loop(const worker_settings& s, history_file& h, worker_state& st, st
         if (s.write_timeout_ms > 0)
             done["b"] = s.write_timeout_ms; // its bound, checked (B1)
         bool drop = false, refused = false;
-        bool store_refused = false;
+        bool store_refused = false, store_committed = false;
         try {
             const pglease::fence_token token{s.lease, e, {}};
             auto store_work = [&] {
                 try {
                     fenced(*conn, token, s,
                            [&](pqxx::work& tx) { run_statements(tx, s, plan, seq, e, h, st); });
+                    store_committed = true;
                 } catch (const pglease::fence_rejected&) {
                     store_refused = true;
                     throw;
@@ -254,6 +255,16 @@ void writer_loop(const worker_settings& s, history_file& h, worker_state& st, st
             done["r"] = "fail";
             done["x"] = ex.what();
             drop = !conn->is_open();
+        }
+        if (store_committed && done["r"] != "ok") {
+            // The store's transaction committed; only the downstream one,
+            // committed last, failed (two databases: no atomic commit).
+            done["dr"] = done["r"];
+            done["dx"] = done.value("x", "");
+            done["r"] = "ok";
+            done.erase("x");
+            refused = false;
+            drop = true;
         }
         done["t"] = mono_ns();
         h.append(done);
