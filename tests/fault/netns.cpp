@@ -5,6 +5,8 @@
 
 #include "common.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <stdexcept>
@@ -21,9 +23,30 @@ bool address_in_use(const std::string& addr) {
     return run({"sh", "-c", "ip -o -4 addr show | grep -q ' " + addr + "/'"}) == 0;
 }
 
+/// Held while a free subnet is picked and claimed: the lock every suite
+/// that makes hosts takes (tests/harness/netns.sh), so that two runs at
+/// once never pick the same subnet.
+class subnet_lock {
+public:
+    subnet_lock()
+        : m_fd{::open("/tmp/pglease-net-hosts.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0666)} {
+        if (m_fd < 0 || ::flock(m_fd, LOCK_EX) != 0)
+            throw std::runtime_error{"net_hosts: cannot lock /tmp/pglease-net-hosts.lock"};
+    }
+    ~subnet_lock() { ::close(m_fd); }
+    subnet_lock(const subnet_lock&) = delete;
+    subnet_lock& operator=(const subnet_lock&) = delete;
+    subnet_lock(subnet_lock&&) = delete;
+    subnet_lock& operator=(subnet_lock&&) = delete;
+
+private:
+    int m_fd;
+};
+
 } // namespace
 
 net_hosts::net_hosts(int n) {
+    const subnet_lock lock;
     const std::string pid = std::to_string(::getpid() % 100000);
     for (int i = 1; i <= 250 && size() < n; ++i) {
         const std::string subnet = "10.231." + std::to_string(i) + ".";

@@ -13,7 +13,23 @@
 NET_HOSTS=()
 declare -A NET_NS NET_ADDR NET_PEER NET_VETH
 
+# Every suite that makes hosts takes this lock while it picks a free subnet
+# and claims it (tests/fault/netns.cpp too): two runs at once never pick the
+# same one.
+NET_HOSTS_LOCK=/tmp/pglease-net-hosts.lock
+
 net_host()
+{
+	local lock
+	exec {lock}>>"$NET_HOSTS_LOCK"
+	flock -w 60 "$lock" || { echo "net_host: $NET_HOSTS_LOCK held for 60 s" >&2; exec {lock}>&-; return 1; }
+	local status=0
+	net_host_locked "$1" || status=$?
+	exec {lock}>&-
+	return $status
+}
+
+net_host_locked()
 {
 	local name=$1 i ns veth
 	for i in $(seq 1 250); do
