@@ -45,7 +45,7 @@ std::string res_of(const nlohmann::json& r);
 void check_grants(check_context& c);     ///< I1, I5
 void check_writes(check_context& c);     ///< I2, I3, B1
 void check_beliefs(check_context& c);    ///< I4 (+ counted model/callback overlaps)
-void check_liveness(check_context& c);   ///< liveness, recovery figures
+void check_liveness(check_context& c);   ///< liveness, rejoin, recovery figures
 void check_long_txns(check_context& c);  ///< I6
 void check_floors(check_context& c);     ///< floor
 void check_downstream(check_context& c); ///< I2d (+ the downstream phase's floors)

@@ -5,7 +5,8 @@
 /// of a fault that took the server away, to the next grant's reply, is at
 /// most ttl + retry x 1.2 + takeover + margin (+ a fault's allowance, e.g.
 /// a server clock stepped back), whenever a candidate campaigned in it.
-/// Also the recovery figures (injection to the next successful call).
+/// Also the recovery figures (injection to the next successful call), and
+/// "rejoin": a process a network fault cut off comes back, unrestarted.
 #include "check_context.hpp"
 
 #include <algorithm>
@@ -120,6 +121,27 @@ void episode(check_context& c, const std::string& lease, const term& before, std
                     lease, to);
 }
 
+/// Each process a network fault cut off comes back without a restart: an
+/// acquire it sent after the heal was answered (granted or not) within
+/// 5 x ttl of it, unless the phase ended first.
+void rejoins(check_context& c) {
+    for (const auto& f : c.faults) {
+        if (f.target.empty() || f.kind.rfind("net", 0) != 0 || f.end + 5 * c.ttl > c.b.end)
+            continue;
+        const bool back = std::any_of(c.b.history.begin(), c.b.history.end(), [&](const json& r) {
+            const std::string res = res_of(r);
+            return op_of(r) == "acq" && r.contains("t0") && r.contains("t") &&
+                   process_of(r.value("w", "")) == f.target && r["t0"] >= f.end &&
+                   r["t"] <= f.end + 5 * c.ttl && (res == "ok" || res == "no");
+        });
+        if (!back)
+            c.violation("rejoin",
+                        f.target + " (cut off by " + f.kind + " until " + c.ms(f.end) +
+                            " ms) had no acquire answered within 5 x ttl of the heal",
+                        f.lease, f.end, {f.target});
+    }
+}
+
 void recovery(check_context& c) {
     std::vector<std::pair<std::int64_t, const json*>> ok;
     std::int64_t last = 0;
@@ -182,6 +204,7 @@ void check_liveness(check_context& c) {
             episode(c, lease, *holder, covered, c.b.end, true);
     }
     recovery(c);
+    rejoins(c);
 }
 
 namespace {

@@ -306,6 +306,13 @@ std::vector<test_case> cases() {
              for (auto& r : h.b.history)
                  r.erase("d");
          }},
+        {"clean: a process cut off by the network campaigns again after the heal", "",
+         [](builder& h) {
+             h.fault("netcut-both", 3100, 5000, "p0");
+             h.acq("p0.0", 2, 5300, "no", "p1.0");
+         }},
+        {"a process cut off by the network never came back", "rejoin",
+         [](builder& h) { h.fault("netcut-both", 3100, 5000, "p0"); }},
         {"clean: a write with a time bound ended by it", "",
          [](builder& h) { bound_first_write(h, 500, 1900); }},
         {"a write with a time bound ran past it (and its slack)", "B1",
