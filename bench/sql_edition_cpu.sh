@@ -6,6 +6,9 @@
 # do not count; pgbench at 1 client, its own CPU beside it.
 #
 #   bench/sql_edition_cpu.sh [TXNS] [RUNS]    # default 20000 transactions, 2 runs
+#   VARIANTS="renew_bare renew_edition" ...   # some variants only
+#   EXTRA_SQL=f.sql EXTRA_RENEW=fn VARIANTS="... renew_extra" ...
+#                                              # a renew function of your own, to try
 #
 # Fence variants, each a one-row INSERT after SET LOCAL pg_lease.epoch:
 #   unfenced     no trigger
@@ -100,12 +103,16 @@ done
 echo "WITH u AS (UPDATE bare SET renewed_at = clock_timestamp(), expires_at = clock_timestamp() + ttl WHERE name = 'r' AND holder = 'h' AND epoch = $er AND expires_at > clock_timestamp() RETURNING 1) SELECT 1 / count(*)::int FROM u;" >"$work/renew_bare.sql"
 echo "SELECT 1 / (least_renew('r', 'h', $er) IS NOT NULL)::int;" >"$work/renew_least.sql"
 echo "SELECT 1 / (lease_renew('r', 'h', $er) IS NOT NULL)::int;" >"$work/renew_edition.sql"
+if [ -n "${EXTRA_SQL:-}" ]; then # an experiment: EXTRA_SQL=file.sql EXTRA_RENEW=function
+	as -f "$EXTRA_SQL" >/dev/null
+	echo "SELECT 1 / (${EXTRA_RENEW}('r', 'h', $er) IS NOT NULL)::int;" >"$work/renew_extra.sql"
+fi
 
 reaped() { awk '{ print $16 + $17 }' "/proc/$pm/stat"; }
 tck=$(getconf CLK_TCK)
 echo "sql_edition_cpu: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg); $txns transactions a run"
 for r in $(seq 1 "$runs"); do
-	for t in unfenced empty least one_table edition renew_bare renew_least renew_edition; do
+	for t in ${VARIANTS:-unfenced empty least one_table edition renew_bare renew_least renew_edition}; do
 		c0=$(reaped)
 		/usr/bin/time -f "%U %S" -o "$work/time.out" \
 			"$pgbench" -U bench_owner -n -c 1 -t "$txns" -f "$work/$t.sql" bench >"$work/run.out" 2>&1 ||
