@@ -28,9 +28,9 @@ plan make_plan(const settings& s) {
     // hour on 2 cores, plus the mixed schedule's --duration.
     p.mixed_s = s.duration_s;
     p.pause = 250;
-    p.netcut = 110; // the network phases alone: just over an hour (issue 38)
+    p.netcut = 110; // the network phases alone: over an hour (issue 38)
     p.netslow = 110;
-    p.netdown = 110;
+    p.netdown = 150;
     p.kill = 100;
     p.terminate = 500;
     p.crash = 100;
