@@ -20,6 +20,8 @@
 ///       until "resign" on stdin (or the bound); CYCLES: each renew round
 ///       trip's send-to-reply time; HELD: "expired" counts the leases the
 ///       server no longer shows as granted to us since the start.
+#include "peer_args.hpp"
+
 #include <pglease/elector.hpp>
 #include <pglease/error.hpp>
 #include <pglease/lease_set.hpp>
@@ -39,66 +41,8 @@
 #include <unistd.h>
 #include <vector>
 
+namespace peer {
 namespace {
-
-using ms = std::chrono::milliseconds;
-using steady = std::chrono::steady_clock;
-
-std::map<std::string, std::string> opt;
-
-std::string get(const std::string& k, const std::string& def) {
-    const auto it = opt.find(k);
-    return it == opt.end() ? def : it->second;
-}
-
-/// Durations as the Go peers take them: 2s, 300ms, 1.5s.
-ms millis(const std::string& k, const std::string& def) {
-    const std::string v = get(k, def);
-    if (v.size() > 2 && v.compare(v.size() - 2, 2, "ms") == 0)
-        return ms{std::stol(v.substr(0, v.size() - 2))};
-    if (!v.empty() && v.back() == 's')
-        return ms{static_cast<long>(std::stod(v.substr(0, v.size() - 1)) * 1000)};
-    return ms{std::stol(v)};
-}
-
-std::mutex out_mutex;
-
-template <typename... T>
-void say(const T&... fields) {
-    std::lock_guard<std::mutex> lock{out_mutex};
-    bool first = true;
-    ((std::cout << (first ? "" : " ") << fields, first = false), ...);
-    std::cout << std::endl;
-}
-
-long long now_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-std::string identity() {
-    return get("id", "pg" + std::to_string(getpid()));
-}
-
-/// Blocks until "resign" (or EOF) on stdin, at most `bound`; each (at most
-/// 50 ms apart) calls tick, so the wait can watch something.
-void wait_resign(ms bound = ms{120000}, const std::function<void()>& tick = {}) {
-    std::atomic<bool> done{false};
-    std::thread reader([&] {
-        std::string line;
-        while (std::getline(std::cin, line) && line != "resign") {
-        }
-        done = true;
-    });
-    reader.detach(); // a reader still blocked at the 120 s bound ends with the process
-    const auto until = steady::now() + bound;
-    while (!done && steady::now() < until) {
-        std::this_thread::sleep_for(tick ? ms{50} : ms{1});
-        if (tick)
-            tick();
-    }
-}
 
 int elect() {
     pglease::elector_config cfg;
@@ -276,102 +220,8 @@ int ops() {
     return 0;
 }
 
-int many() {
-    const long n = std::stol(get("leases", "1000"));
-    pglease::lease_set_config cfg;
-    cfg.identity = identity();
-    for (long i = 0; i < n; ++i)
-        cfg.names.push_back("peers-many-" + get("names", cfg.identity) + "-" + std::to_string(i));
-    cfg.ttl = millis("ttl", "30s");
-    cfg.renew_deadline = cfg.ttl * 2 / 3;
-    cfg.retry_period = std::min(ms{2000}, cfg.ttl / 10);
-    cfg.connection.conninfo = get("pg", "");
-    cfg.connection.acquire_timeout = cfg.ttl; // 100 processes at once on 2 cores
-    // Why each term ended, with when (ms after start) the first of each
-    // reason came: a lease given up must say why.
-    std::mutex lost_mutex;
-    std::map<std::string, std::pair<long, long long>> lost_why;
-    const auto t0 = steady::now();
-    cfg.callbacks.on_lost = [&](const std::string&, std::int64_t, pglease::lease_loss why) {
-        const std::lock_guard lock{lost_mutex};
-        auto& [count, first] = lost_why[pglease::to_string(why)];
-        if (count++ == 0)
-            first = std::chrono::duration_cast<ms>(steady::now() - t0).count();
-    };
-    pglease::lease_set set{cfg};
-    set.start();
-    while (set.acquire_rounds() == 0 || set.held_count() < static_cast<std::size_t>(n)) {
-        if (steady::now() - t0 > ms{240000}) { // bound: 100 processes on a loaded machine
-            std::cerr << "many: held " << set.held_count() << " of " << n << std::endl;
-            return 1;
-        }
-        std::this_thread::sleep_for(ms{20});
-    }
-    char took[32];
-    std::snprintf(took, sizeof took, "%.3f",
-                  std::chrono::duration<double>(steady::now() - t0).count());
-    say("GRANTED", n, took);
-    // The server's word on expiry: a lease lost and granted again has a
-    // later acquired_at than the last grant of this first round.
-    // By name through the primary key: 100 clients scanning the whole
-    // table at once (LIKE) loaded the server enough to stall renewals.
-    pqxx::connection check{cfg.connection.conninfo};
-    std::string names = "{";
-    for (const std::string& name : cfg.names)
-        names += (names.size() > 1 ? "," : "") + name;
-    names += "}";
-    const std::string granted_by =
-        pqxx::nontransaction{check}
-            .exec_params1("SELECT max(acquired_at)::text FROM leases WHERE name = ANY($1::text[])",
-                          names)[0]
-            .as<std::string>();
-    // Each renew round trip while held (polled: rounds are ttl/3 apart).
-    std::vector<long long> cycles;
-    auto seen = set.renew_rounds();
-    wait_resign(millis("hold", "300s"), [&] {
-        if (set.renew_rounds() != seen) {
-            seen = set.renew_rounds();
-            cycles.push_back(
-                std::chrono::duration_cast<std::chrono::microseconds>(set.last_renew_latency())
-                    .count());
-        }
-    });
-    // Both at the end of the hold: what the client holds, and (asked after,
-    // of that instant: a loaded server may answer seconds later) which
-    // grants of the first round were still valid on the server.
-    const long held = static_cast<long>(set.held_count());
-    const auto held_at = std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-    const long valid =
-        pqxx::nontransaction{check}
-            .exec_params1(
-                "SELECT count(*) FROM leases WHERE name = ANY($1::text[]) AND holder = $2 "
-                "AND expires_at > to_timestamp($4::float8 / 1e6) "
-                "AND acquired_at <= $3::timestamptz",
-                names, cfg.identity, granted_by, held_at)[0]
-            .as<long>();
-    std::string line = "CYCLES";
-    for (const long long us : cycles)
-        line += " " + std::to_string(us);
-    say(line);
-    say("HELD", n, "lost", n - held, "expired", n - valid, "keepalive_answers", set.renew_rounds());
-    {
-        const std::lock_guard lock{lost_mutex};
-        // One line: why terms ended (count, when the first did), the rounds.
-        std::ostringstream ended;
-        for (const auto& [why, seen_at] : lost_why)
-            ended << why << "=" << seen_at.first << "@" << seen_at.second << "ms ";
-        ended << "renews=" << set.renew_rounds() << " acquires=" << set.acquire_rounds()
-              << " last_renew_ms="
-              << std::chrono::duration_cast<ms>(set.last_renew_latency()).count();
-        say("LOST", ended.str());
-    }
-    set.stop(); // releases them all
-    return 0;
-}
-
 } // namespace
+} // namespace peer
 
 int main(int argc, char** argv) {
     if (argc < 2) {
@@ -383,23 +233,23 @@ int main(int argc, char** argv) {
         while (!k.empty() && k[0] == '-')
             k.erase(0, 1);
         if (k == "guard" || k == "rejoin") { // rejoin: the elector campaigns on by itself
-            opt[k] = "1";
+            peer::opt[k] = "1";
             continue;
         }
         if (i + 1 >= argc) {
             std::cerr << "missing value for " << argv[i] << std::endl;
             return 2;
         }
-        opt[k] = argv[++i];
+        peer::opt[k] = argv[++i];
     }
     const std::string mode = argv[1];
     try {
         if (mode == "elect")
-            return elect();
+            return peer::elect();
         if (mode == "ops")
-            return ops();
+            return peer::ops();
         if (mode == "many")
-            return many();
+            return peer::many();
     } catch (const std::exception& e) {
         std::cerr << "pglease_peer: " << e.what() << std::endl;
         return 1;
