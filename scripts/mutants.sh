@@ -121,10 +121,12 @@ copy_source()
 			changed=$((changed + 1))
 		fi
 	done < <(cd "$stage" && find . -type f -print0)
-	# sources gone from the tree go from the copy too (PGXS and the suites
-	# take extension/*.c, sql/*.sql and regress/ by wildcard)
-	for rel in "$SRC"/extension/*.[ch] "$SRC"/sql/*.sql "$SRC"/regress/sql/*.sql \
-		"$SRC"/regress/expected/*.out "$SRC"/regress/specs/*.spec; do
+	# sources gone from the tree go from the copy too (PGXS, the SQL
+	# edition's build and the suites take these by wildcard: a stale
+	# expected file left in the copy fails its suite on the good tree)
+	for rel in "$SRC"/extension/*.[ch] "$SRC"/sql/*.sql "$SRC"/sql/sql_edition/*.sql \
+		"$SRC"/regress/sql/*.sql "$SRC"/regress/expected/*.out "$SRC"/regress/specs/*.spec \
+		"$SRC"/regress/sql_edition/expected/*.out; do
 		[ -e "$rel" ] && [ ! -e "$stage/${rel#"$SRC"/}" ] && rm -f "$rel" "${rel%.c}.o" "${rel%.c}.bc"
 	done
 	rm -rf "$stage"

@@ -122,11 +122,12 @@ BEGIN
 		END IF;
 		IF token IS NOT NULL THEN
 			PERFORM pg_advisory_xact_lock_shared(19539, @extschema@.lease_sql_fence_key(token));
-			-- a new statement: its snapshot is taken after the lock is granted
-			-- (a version some transaction replaced or locked (xmax) goes on to
-			-- the full check, which tells a snapshot too old from a lock)
+			-- A new statement: its snapshot is taken after the lock is granted.
+			-- Under REPEATABLE READ or SERIALIZABLE, a row version that some
+			-- transaction replaced or locked (its xmax set) goes on to the full
+			-- check, which tells an old snapshot from a lock.
 			SELECT l.epoch = token AND l.holder IS NOT NULL AND clock_timestamp() < l.expires_at
-				   AND l.xmax = '0'::xid
+				   AND (l.xmax = '0'::xid OR current_setting('transaction_isolation') = 'read committed')
 			  INTO passed
 			  FROM @extschema@.leases l WHERE l.name = TG_ARGV[0];
 			IF passed AND TG_OP <> 'DELETE' AND TG_ARGV[1] = 'epoch' THEN
