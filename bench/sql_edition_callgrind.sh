@@ -18,11 +18,13 @@
 #   fenced       SET LOCAL pg_lease.epoch, then the edition's fence
 #   fenced_use   lease_use(), then the edition's fence
 #   fenced_row   the epoch in the row, the edition's fence
+#   fenced_col   SET LOCAL pg_lease.epoch, a table fenced on a column not
+#                named epoch (stamped through jsonb)
 #   renew_bare   the bare UPDATE compare-and-swap on a twin of leases
 #   renew        lease_renew
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kinds=${*:-unfenced empty least fenced fenced_use fenced_row renew_bare renew}
+kinds=${*:-unfenced empty least fenced fenced_use fenced_row fenced_col renew_bare renew}
 source "$here/../tests/harness/pg_cluster.sh"
 pg_cluster_start cg >/dev/null
 edition=${SQL_EDITION_FILE:-$PG_CLUSTER_ROOT/pg_lease_sql.sql}
@@ -37,6 +39,8 @@ CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
 CREATE TABLE empty (LIKE fenced INCLUDING ALL);
 CREATE TABLE least (LIKE fenced INCLUDING ALL);
 SELECT lease_fence('fenced', 'f');
+CREATE TABLE fenced_col (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, token bigint);
+SELECT lease_fence('fenced_col', 'f', 'token');
 CREATE FUNCTION empty_fence() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp AS $$BEGIN RETURN NEW; END$$;
 CREATE FUNCTION least_fence() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
@@ -72,6 +76,7 @@ transaction()
 	case $1 in
 	unfenced) echo "$into unfenced (payload) VALUES ('x'); COMMIT;" ;;
 	empty | least | fenced) echo "$into $1 (payload) VALUES ('x'); COMMIT;" ;;
+	fenced_col) echo "$into fenced_col (payload) VALUES ('x'); COMMIT;" ;;
 	fenced_use) echo "BEGIN; SELECT lease_use('f', $ef); INSERT INTO fenced (payload) VALUES ('x'); COMMIT;" ;;
 	fenced_row) echo "BEGIN; INSERT INTO fenced (payload, epoch) VALUES ('x', $ef); COMMIT;" ;;
 	renew_bare) echo "UPDATE bare SET renewed_at = clock_timestamp(), expires_at = clock_timestamp() + ttl WHERE name = 'r' AND holder = 'h' AND epoch = $er AND expires_at > clock_timestamp() RETURNING expires_at;" ;;
@@ -100,6 +105,6 @@ for k in $kinds; do
 	echo "| $k | $(((b - a) / 500)) |"
 done
 # the fence ran: every fenced row carries the lease's epoch
-[ "$(pg_as_owner "$PG_BIN/postgres" --single -D "$data" postgres <<<"SELECT count(*) FILTER (WHERE epoch IS DISTINCT FROM $ef) AS unstamped FROM fenced;" 2>&1 | sed -n 's/.*unstamped = "\([0-9]*\)".*/\1/p')" = 0 ] ||
+[ "$(pg_as_owner "$PG_BIN/postgres" --single -D "$data" postgres <<<"SELECT (SELECT count(*) FILTER (WHERE epoch IS DISTINCT FROM $ef) FROM fenced) + (SELECT count(*) FILTER (WHERE token IS DISTINCT FROM $ef) FROM fenced_col) AS unstamped;" 2>&1 | sed -n 's/.*unstamped = "\([0-9]*\)".*/\1/p')" = 0 ] ||
 	{ echo "sql_edition_callgrind: fenced rows without the lease's epoch" >&2; exit 1; }
 echo "(valgrind --tool=callgrind, postgres --single, fsync off; (600 - 100 transactions) / 500)"

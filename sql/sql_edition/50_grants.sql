@@ -274,6 +274,8 @@ BEGIN
 	IF now >= l.expires_at THEN
 		RETURN NULL;
 	ELSIF ttl_us IS NULL THEN
+		-- the grant's own ttl: always microseconds alone (every grant writes
+		-- it so), so adding it is the exact sum C makes
 		UPDATE @extschema@.leases r SET renewed_at = now, expires_at = now + l.ttl
 		 WHERE r.name = lease_renew.name;
 		RETURN now + l.ttl;
