@@ -30,34 +30,16 @@ pg_cluster_start cg >/dev/null
 edition=${SQL_EDITION_FILE:-$PG_CLUSTER_ROOT/pg_lease_sql.sql}
 [ -n "${SQL_EDITION_FILE:-}" ] || python3 "$here/../scripts/sql_edition.py" --form psql >"$edition"
 psql -X -q -v ON_ERROR_STOP=1 -f "$edition" >/dev/null
+psql -X -q -v ON_ERROR_STOP=1 -f "$here/sql_edition_floor.sql" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
 SET client_min_messages = warning;
 SELECT lease_acquire('f', 'writer', '1 day');
 SELECT lease_acquire('r', 'h', '1 day');
 CREATE TABLE fenced (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, epoch bigint);
 CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
-CREATE TABLE empty (LIKE fenced INCLUDING ALL);
-CREATE TABLE least (LIKE fenced INCLUDING ALL);
 SELECT lease_fence('fenced', 'f');
 CREATE TABLE fenced_col (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, token bigint);
 SELECT lease_fence('fenced_col', 'f', 'token');
-CREATE FUNCTION empty_fence() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
-	SET search_path = pg_catalog, pg_temp AS $$BEGIN RETURN NEW; END$$;
-CREATE FUNCTION least_fence() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
-	SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-	token bigint := current_setting('pg_lease.epoch')::bigint;
-	r record;
-BEGIN
-	PERFORM pg_advisory_xact_lock_shared(19539, (token & 2147483647)::integer);
-	SELECT l.epoch, l.holder, l.expires_at INTO r FROM public.leases l WHERE l.name = TG_ARGV[0];
-	IF r.epoch IS DISTINCT FROM token OR r.holder IS NULL OR r.expires_at <= clock_timestamp() THEN
-		RAISE EXCEPTION 'stale' USING ERRCODE = 'LS001';
-	END IF;
-	RETURN NEW;
-END$$;
-CREATE TRIGGER f BEFORE INSERT ON empty FOR EACH ROW EXECUTE FUNCTION empty_fence();
-CREATE TRIGGER f BEFORE INSERT ON least FOR EACH ROW EXECUTE FUNCTION least_fence('f');
 CREATE TABLE bare (LIKE leases INCLUDING ALL) WITH (fillfactor = 50);
 INSERT INTO bare SELECT * FROM leases WHERE name = 'r';
 SQL

@@ -33,28 +33,12 @@ q "CREATE ROLE bench_owner LOGIN" >/dev/null
 q "CREATE DATABASE bench OWNER bench_owner" >/dev/null
 as() { PGUSER=bench_owner psql -X -q -A -t -v ON_ERROR_STOP=1 -d bench "$@"; }
 as -f "$here/../sql/pg_lease_sql.sql" >/dev/null
+as -f "$here/sql_edition_floor.sql" >/dev/null
 as >/dev/null <<'SQL'
 SET client_min_messages = warning;
 CREATE TABLE unfenced (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text, epoch bigint);
-CREATE TABLE empty (LIKE unfenced INCLUDING ALL);
-CREATE TABLE least (LIKE unfenced INCLUDING ALL);
 CREATE TABLE one_table (LIKE unfenced INCLUDING ALL);
 CREATE TABLE edition (LIKE unfenced INCLUDING ALL);
-CREATE FUNCTION empty_fence() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
-	SET search_path = pg_catalog, pg_temp AS $$BEGIN RETURN NEW; END$$;
-CREATE FUNCTION least_fence() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
-	SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-	token bigint := current_setting('pg_lease.epoch')::bigint;
-	r record;
-BEGIN
-	PERFORM pg_advisory_xact_lock_shared(19539, (token & 2147483647)::integer);
-	SELECT l.epoch, l.holder, l.expires_at INTO r FROM public.leases l WHERE l.name = TG_ARGV[0];
-	IF r.epoch IS DISTINCT FROM token OR r.holder IS NULL OR r.expires_at <= clock_timestamp() THEN
-		RAISE EXCEPTION 'stale' USING ERRCODE = 'LS001';
-	END IF;
-	RETURN NEW;
-END$$;
 CREATE FUNCTION one_table_fence() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -72,8 +56,6 @@ BEGIN
 	END IF;
 	RETURN NEW;
 END$$;
-CREATE TRIGGER f BEFORE INSERT ON empty FOR EACH ROW EXECUTE FUNCTION empty_fence();
-CREATE TRIGGER f BEFORE INSERT ON least FOR EACH ROW EXECUTE FUNCTION least_fence('f');
 CREATE TRIGGER f BEFORE INSERT ON one_table FOR EACH ROW EXECUTE FUNCTION one_table_fence();
 SELECT lease_fence('edition', 'f');
 SELECT lease_acquire('f', 'writer', '1 day');
