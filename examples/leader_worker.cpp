@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
         while (!stop.wait_for(std::chrono::seconds{1})) {
             try {
                 self->run_fenced(app, [](pqxx::transaction_base& tx) {
-                    tx.exec0("INSERT INTO ticks (epoch) SELECT 0"); // the fence stamps the epoch
+                    tx.exec("INSERT INTO ticks (epoch) SELECT 0"); // the fence stamps the epoch
                 });
             } catch (const pglease::lease_lost& e) {
                 std::cout << "lost the lease: " << e.what() << std::endl;

@@ -33,7 +33,7 @@ protected:
 /// every write runs in a transaction that carries the elector's epoch.
 class pg_job_store final : public job_store {
 public:
-    pg_job_store(pglease::elector& elector, pqxx::connection_base& conn)
+    pg_job_store(pglease::elector& elector, pqxx::connection& conn)
         : m_elector{elector}
         , m_conn{conn} {}
 
@@ -45,7 +45,7 @@ public:
 
 private:
     pglease::elector& m_elector;
-    pqxx::connection_base& m_conn;
+    pqxx::connection& m_conn;
 };
 
 /// Runs the due jobs on each tick of the application's timer, only while

@@ -5,6 +5,7 @@
 /// and an old leader holding a short grant.
 #pragma once
 
+#include "pglease/pqxx_compat.hpp"
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>
 
@@ -36,7 +37,7 @@ inline std::string unique(const char* prefix) {
 inline std::string store_id() {
     pqxx::connection c{env("PGLEASE_STORE")};
     pqxx::nontransaction tx{c};
-    return tx.exec1("SELECT lease_store_id()")[0].as<std::string>();
+    return pglease::pqxx_compat::exec1(tx, "SELECT lease_store_id()")[0].as<std::string>();
 }
 
 /// A table in the downstream database fenced by @p lease of the store.
@@ -51,7 +52,7 @@ inline void make_downstream_table(const std::string& table, const std::string& l
 inline std::int64_t floor_of(const std::string& lease) {
     pqxx::connection c{env("PGLEASE_DOWNSTREAM")};
     pqxx::nontransaction tx{c};
-    const auto r = tx.exec_params("SELECT epoch FROM lease_floors WHERE store = $1 AND name = $2",
+    const auto r = pglease::pqxx_compat::exec_params(tx, "SELECT epoch FROM lease_floors WHERE store = $1 AND name = $2",
                                   store_id(), lease);
     return r.empty() ? 0 : r[0][0].as<std::int64_t>();
 }

@@ -1,5 +1,6 @@
 /// @file pg_fixture.cpp
 /// @brief Integration-test helpers.
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 
 #include <csignal>
@@ -56,7 +57,7 @@ void pg_test::SetUp() {
 
 pg_test::status pg_test::lease_status(const std::string& name) {
     pqxx::nontransaction tx{*m_admin};
-    const auto r = tx.exec_params(
+    const auto r = pqxx_compat::exec_params(tx, 
         "SELECT coalesce(holder, ''), epoch, valid FROM lease_status WHERE name = $1", name);
     status s;
     if (!r.empty()) {
@@ -71,13 +72,13 @@ void pg_test::make_fenced_table(const std::string& table, const std::string& lea
     pqxx::work tx{*m_admin};
     tx.exec("CREATE TABLE " + tx.quote_name(table) +
             " (id serial PRIMARY KEY, note text, epoch bigint)");
-    tx.exec_params("SELECT lease_fence($1::regclass, $2)", table, lease);
+    pqxx_compat::exec_params(tx, "SELECT lease_fence($1::regclass, $2)", table, lease);
     tx.commit();
 }
 
 int pg_test::terminate(const std::string& app) {
     pqxx::nontransaction tx{*m_admin};
-    const auto r = tx.exec_params("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) "
+    const auto r = pqxx_compat::exec_params(tx, "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) "
                                   "FROM pg_stat_activity WHERE application_name = $1",
                                   app);
     return r[0][0].as<int>();

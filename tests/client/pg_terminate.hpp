@@ -2,6 +2,7 @@
 /// @brief Ending a server session from a test and waiting until it is gone.
 #pragma once
 
+#include "pglease/pqxx_compat.hpp"
 #include <pqxx/pqxx>
 
 #include <chrono>
@@ -16,10 +17,10 @@ namespace pglease::test {
 /// timeout argument is PostgreSQL 14 and later).
 inline void terminate_backend(pqxx::connection& admin, int pid) {
     pqxx::nontransaction tx{admin};
-    tx.exec_params("SELECT pg_terminate_backend($1)", pid);
+    pqxx_compat::exec_params(tx, "SELECT pg_terminate_backend($1)", pid);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{5};
     while (
-        tx.exec_params1("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid)[0].as<int>() !=
+        pqxx_compat::exec_params1(tx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid)[0].as<int>() !=
         0) {
         if (std::chrono::steady_clock::now() >= until)
             throw std::runtime_error{"backend " + std::to_string(pid) +

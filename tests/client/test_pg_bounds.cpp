@@ -3,6 +3,7 @@
 /// real server: a renew blocked on the lease row is cancelled at its bound,
 /// one whose cancel cannot land (backend stopped) drops the connection, and
 /// a holder's own long fenced transaction never delays its renewals.
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
@@ -32,7 +33,7 @@ protected:
     /// FOR UPDATE (which every renew and acquire must wait for).
     std::unique_ptr<pqxx::work> lock_row(const std::string& name) {
         auto tx = std::make_unique<pqxx::work>(admin());
-        tx->exec_params("SELECT 1 FROM leases WHERE name = $1 FOR UPDATE", name);
+        pqxx_compat::exec_params(*tx, "SELECT 1 FROM leases WHERE name = $1 FOR UPDATE", name);
         return tx;
     }
 };
@@ -160,8 +161,8 @@ TEST_F(pg_bounds, own_fenced_transaction_open_for_3_ttl_never_delays_renewals) {
     // The holder's own fenced transaction, open on another connection.
     pqxx::connection app{""};
     pqxx::work tx{app};
-    tx.exec_params("SELECT lease_use($1, $2)", name, l.epoch());
-    tx.exec0("INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('long')");
+    pqxx_compat::exec_params(tx, "SELECT lease_use($1, $2)", name, l.epoch());
+    pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('long')");
 
     ms slowest{0};
     int renewals = 0;

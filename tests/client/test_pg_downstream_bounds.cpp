@@ -3,6 +3,7 @@
 // but never answers, and one whose raise waits on an old writer, refuse the
 // term by the grant's local deadline, and the server stops waiting then
 // too; the store id is read once per connection.
+#include "pglease/pqxx_compat.hpp"
 #include "downstream_fixture.hpp"
 #include "pg_terminate.hpp"
 
@@ -109,7 +110,7 @@ TEST(Downstream, AStalledDownstreamRefusesTheTermByTheLocalDeadline) {
     EXPECT_EQ(r.started, 0);
     pqxx::connection c{env("PGLEASE_STORE")};
     pqxx::nontransaction tx{c};
-    EXPECT_EQ(tx.exec_params("SELECT count(*) FROM lease_events WHERE name = $1 AND epoch = $2 "
+    EXPECT_EQ(pglease::pqxx_compat::exec_params(tx, "SELECT count(*) FROM lease_events WHERE name = $1 AND epoch = $2 "
                              "AND event = 'released'",
                              lease, r.epoch)[0][0]
                   .as<int>(),
@@ -174,7 +175,7 @@ TEST(Downstream, TheStoreIdIsReadOncePerConnection) {
     const auto last_query = [](int pid) {
         pqxx::connection c{env("PGLEASE_STORE")};
         pqxx::nontransaction tx{c};
-        return tx.exec_params("SELECT query FROM pg_stat_activity WHERE pid = $1", pid)[0][0]
+        return pglease::pqxx_compat::exec_params(tx, "SELECT query FROM pg_stat_activity WHERE pid = $1", pid)[0][0]
             .as<std::string>();
     };
     (void)store.status("ds_store_id_probe"); // another statement on the same session

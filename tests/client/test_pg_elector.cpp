@@ -3,6 +3,7 @@
 /// process dies, a paused (SIGSTOPped) leader, a killed renew session,
 /// hand-over on stop, step-down on a fence rejection, and a stopping
 /// leader's wind-down writes passing (released only after its work returned).
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/elector.hpp"
 #include "pglease/error.hpp"
@@ -129,7 +130,7 @@ TEST_F(pg_elector, paused_leader_is_fenced_and_steps_down_after_sigcont) {
         while (o.started == 0)
             std::this_thread::sleep_for(10ms);
         const auto epoch = o.epoch.load();
-        e.run_fenced(app, [&](pqxx::work& tx) { tx.exec0(insert); });
+        e.run_fenced(app, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert); });
         say("leading " + std::to_string(epoch));
 
         char b = 0;
@@ -138,14 +139,14 @@ TEST_F(pg_elector, paused_leader_is_fenced_and_steps_down_after_sigcont) {
         const bool still_leading = e.leading();
         std::string local = "none";
         try {
-            e.run_fenced(app, [&](pqxx::work& tx) { tx.exec0(insert); });
+            e.run_fenced(app, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert); });
         } catch (const lease_lost&) {
             local = "lease_lost";
         }
         std::string server = "none";
         try {
             run_fenced(app, fence_token{name, epoch, {}},
-                       [&](pqxx::work& tx) { tx.exec0(insert); });
+                       [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert); });
         } catch (const fence_rejected& ex) {
             server = ex.sqlstate();
         }
@@ -214,7 +215,7 @@ TEST_F(pg_elector, terminated_renew_session_reconnects_or_steps_down_never_two_l
         EXPECT_TRUE(eventually(
             [&] {
                 pqxx::nontransaction tx{admin()};
-                return tx.exec_params1("SELECT count(*) FROM pg_stat_activity "
+                return pqxx_compat::exec_params1(tx, "SELECT count(*) FROM pg_stat_activity "
                                        "WHERE application_name = $1",
                                        app_a)[0]
                            .as<int>() == 1;
@@ -275,7 +276,7 @@ TEST_F(pg_elector, stop_releases_only_after_the_leader_work_returned) {
         std::this_thread::sleep_for(300ms);
         try {
             run_fenced(app, fence_token{name, e, {}}, [&](pqxx::work& tx) {
-                tx.exec0("INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('last')");
+                pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('last')");
             });
             outcome = "committed";
         } catch (const std::exception& ex) {
@@ -283,7 +284,7 @@ TEST_F(pg_elector, stop_releases_only_after_the_leader_work_returned) {
         }
         pqxx::nontransaction q{app};
         holder_at_return =
-            q.exec_params1("SELECT coalesce(holder, '') FROM leases WHERE name = $1", name)[0]
+            pqxx_compat::exec_params1(q, "SELECT coalesce(holder, '') FROM leases WHERE name = $1", name)[0]
                 .as<std::string>();
         returned = true;
     };
@@ -310,16 +311,16 @@ TEST_F(pg_elector, fence_rejection_ends_the_term_at_once) {
     ASSERT_TRUE(eventually([&] { return e.leading(); }, 5s));
     pqxx::connection app{""};
     const std::string insert = "INSERT INTO " + app.quote_name(table) + " (note) VALUES ('x')";
-    e.run_fenced(app, [&](pqxx::work& tx) { tx.exec0(insert); });
+    e.run_fenced(app, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert); });
     const std::int64_t revoked_epoch = e.epoch();
 
     {
         pqxx::nontransaction tx{admin()};
-        tx.exec_params("SELECT lease_revoke($1)", name);
+        pqxx_compat::exec_params(tx, "SELECT lease_revoke($1)", name);
     }
     const auto at = steady::now();
     try {
-        e.run_fenced(app, [&](pqxx::work& tx) { tx.exec0(insert); });
+        e.run_fenced(app, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert); });
         ADD_FAILURE() << "write after revoke accepted";
     } catch (const lease_lost& ex) {
         // Normally the server's LS002; if the renew thread noticed first, the
@@ -351,14 +352,14 @@ TEST_F(pg_elector, a_rejection_of_the_one_round_trip_form_ends_the_term_at_once)
     ASSERT_TRUE(eventually([&] { return e.leading(); }, 5s));
     pqxx::connection app{""};
     const std::string insert = "INSERT INTO " + app.quote_name(table) + " (note) VALUES ('x')";
-    e.run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert); });
+    e.run_fenced(app, [&](pqxx::transaction_base& tx) { pqxx_compat::exec0(tx, insert); });
     {
         pqxx::nontransaction tx{admin()};
-        tx.exec_params("SELECT lease_revoke($1)", name);
-        tx.exec_params("SELECT lease_acquire($1, 'usurper', '1 min')", name);
+        pqxx_compat::exec_params(tx, "SELECT lease_revoke($1)", name);
+        pqxx_compat::exec_params(tx, "SELECT lease_acquire($1, 'usurper', '1 min')", name);
     }
     try {
-        e.run_fenced(app, [&](pqxx::transaction_base& tx) { tx.exec0(insert); });
+        e.run_fenced(app, [&](pqxx::transaction_base& tx) { pqxx_compat::exec0(tx, insert); });
         ADD_FAILURE() << "write of a stale leader accepted";
     } catch (const fence_rejected& ex) {
         EXPECT_EQ(ex.sqlstate(), "LS001");
@@ -366,7 +367,7 @@ TEST_F(pg_elector, a_rejection_of_the_one_round_trip_form_ends_the_term_at_once)
     EXPECT_FALSE(e.leading());
     EXPECT_TRUE(eventually([&] { return o.stopped > 0; }, 2s));
     pqxx::nontransaction check{admin()};
-    EXPECT_EQ(check.exec1("SELECT count(*) FROM " + check.quote_name(table))[0].as<long>(), 1);
+    EXPECT_EQ(pqxx_compat::exec1(check, "SELECT count(*) FROM " + check.quote_name(table))[0].as<long>(), 1);
 }
 
 } // namespace

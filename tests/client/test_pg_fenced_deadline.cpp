@@ -5,6 +5,7 @@
 /// before COMMIT and commit_unknown when cut during COMMIT; a callable whose
 /// client-side work outlasts the bound is rolled back, no COMMIT sent; a
 /// lease renewed meanwhile moves the bound.
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/fence.hpp"
@@ -72,7 +73,7 @@ protected:
 
     [[nodiscard]] long rows() {
         pqxx::nontransaction q{admin()};
-        return q.exec1("SELECT count(*) FROM " + q.quote_name(m_table))[0].as<long>();
+        return pqxx_compat::exec1(q, "SELECT count(*) FROM " + q.quote_name(m_table))[0].as<long>();
     }
 
     /// True once backend @p pid has gone (it saw its socket shut down).
@@ -80,7 +81,7 @@ protected:
         return eventually(
             [&] {
                 pqxx::nontransaction q{admin()};
-                return q.exec_params1("SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                return pqxx_compat::exec_params1(q, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
                                       pid)[0]
                            .as<int>() == 0;
             },
@@ -108,7 +109,7 @@ TEST_F(pg_fenced_deadline, a_frozen_backend_before_commit_is_cut_at_the_timeout_
         run_fenced(
             app, l.token(),
             [&](pqxx::transaction_base& tx) {
-                tx.exec0(insert("before"));
+                pqxx_compat::exec0(tx, insert("before"));
                 frozen.emplace(pid); // frozen mid-transaction, its TCP connection open
                 froze = frozen->stopped();
                 tx.exec("SELECT 1"); // no reply until the deadline cuts it
@@ -129,7 +130,7 @@ TEST_F(pg_fenced_deadline, a_frozen_backend_before_commit_is_cut_at_the_timeout_
     EXPECT_TRUE(backend_gone(pid));
     EXPECT_EQ(rows(), 0);
     // The connection reopens at its next use.
-    run_fenced(app, l.token(), [&](pqxx::transaction_base& tx) { tx.exec0(insert("after")); });
+    run_fenced(app, l.token(), [&](pqxx::transaction_base& tx) { pqxx_compat::exec0(tx, insert("after")); });
     EXPECT_EQ(rows(), 1);
 }
 
@@ -151,7 +152,7 @@ TEST_F(pg_fenced_deadline, a_bound_that_passed_during_client_side_work_sends_no_
         run_fenced(
             app, l.token(),
             [&](pqxx::transaction_base& tx) {
-                tx.exec0(insert("client-work"));
+                pqxx_compat::exec0(tx, insert("client-work"));
                 std::this_thread::sleep_until(start + timeout + 50ms);
             },
             timeout);
@@ -167,7 +168,7 @@ TEST_F(pg_fenced_deadline, a_bound_that_passed_during_client_side_work_sends_no_
     EXPECT_EQ(outcome, "connection_lost") << "a COMMIT was sent after the bound";
     EXPECT_EQ(rows(), 0);
     // Nothing is left open on the session: the next transaction commits.
-    run_fenced(app, l.token(), [&](pqxx::transaction_base& tx) { tx.exec0(insert("after")); });
+    run_fenced(app, l.token(), [&](pqxx::transaction_base& tx) { pqxx_compat::exec0(tx, insert("after")); });
     EXPECT_EQ(rows(), 1);
 }
 
@@ -201,7 +202,7 @@ TEST_F(pg_fenced_deadline, a_frozen_backend_during_commit_is_commit_unknown) {
         while (steady::now() < until) {
             pqxx::nontransaction q{watch};
             const auto sleeping =
-                q.exec_params1("SELECT count(*) FROM pg_stat_activity WHERE pid = $1 "
+                pqxx_compat::exec_params1(q, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 "
                                "AND wait_event = 'PgSleep' AND query = 'COMMIT'",
                                pid)[0]
                     .as<int>();
@@ -217,7 +218,7 @@ TEST_F(pg_fenced_deadline, a_frozen_backend_during_commit_is_commit_unknown) {
     const auto start = steady::now();
     try {
         run_fenced(
-            app, l.token(), [&](pqxx::transaction_base& tx) { tx.exec0(insert("commit")); },
+            app, l.token(), [&](pqxx::transaction_base& tx) { pqxx_compat::exec0(tx, insert("commit")); },
             timeout);
         ADD_FAILURE() << "a COMMIT cut by the deadline was reported as a success";
     } catch (const commit_unknown& e) {
@@ -254,7 +255,7 @@ TEST_F(pg_fenced_deadline,
     const auto start = steady::now();
     try {
         l.run_fenced(app, [&](pqxx::transaction_base& tx) {
-            tx.exec0(insert("lease"));
+            pqxx_compat::exec0(tx, insert("lease"));
             frozen.emplace(pid);
             froze = frozen->stopped();
             tx.exec("SELECT 1");
@@ -301,7 +302,7 @@ TEST_F(pg_fenced_deadline, renewals_move_the_bound_of_a_long_fenced_transaction)
     try {
         // Runs past the first bound (local deadline + 1 s, about 2.8 s).
         l.run_fenced(app, [&](pqxx::transaction_base& tx) {
-            tx.exec0(insert("long"));
+            pqxx_compat::exec0(tx, insert("long"));
             tx.exec("SELECT pg_sleep(4)");
         });
     } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 /// a campaigning successor (the old work ends before the successor starts,
 /// the old epoch is refused), to an identity nobody runs (the lease waits
 /// for its ttl), and stop() with preferred_successor.
+#include "pglease/pqxx_compat.hpp"
 #include "handover_timeline.hpp"
 
 #include <atomic>
@@ -66,7 +67,7 @@ TEST_F(pg_handover, yield_to_hands_over_after_the_work_stopped_and_fences_the_ol
     try {
         pqxx::connection app{""};
         run_fenced(app, fence_token{name, old_epoch, {}}, [&](pqxx::work& tx) {
-            tx.exec0("INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('stale')");
+            pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('stale')");
         });
     } catch (const fence_rejected& e) {
         sqlstate = e.sqlstate();
@@ -77,7 +78,7 @@ TEST_F(pg_handover, yield_to_hands_over_after_the_work_stopped_and_fences_the_ol
     ASSERT_TRUE(eventually([&] { return tb.writes > 2; }, 5s));
     pqxx::nontransaction tx{admin()};
     const auto order =
-        tx.exec1("SELECT coalesce(max(id) FILTER (WHERE epoch = " + std::to_string(old_epoch) +
+        pqxx_compat::exec1(tx, "SELECT coalesce(max(id) FILTER (WHERE epoch = " + std::to_string(old_epoch) +
                  "), 0) < min(id) FILTER (WHERE epoch = " + std::to_string(r.new_epoch) +
                  "), count(DISTINCT epoch) FROM " + tx.quote_name(table));
     EXPECT_TRUE(order[0].as<bool>());

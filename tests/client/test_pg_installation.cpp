@@ -4,6 +4,7 @@
 /// C edition), its version, schema and the server's version, as the
 /// catalogs say; a schema with no pg_lease is an error, and a marker
 /// function planted in another schema of the search_path changes nothing.
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
@@ -23,7 +24,7 @@ class pg_installation : public pg_test {
 protected:
     std::string one(const std::string& sql) {
         pqxx::work tx{admin()};
-        return tx.exec1(sql)[0].as<std::string>();
+        return pqxx_compat::exec1(tx, sql)[0].as<std::string>();
     }
 };
 
@@ -59,7 +60,7 @@ TEST_F(pg_installation, a_schema_without_pg_lease_is_an_error) {
     const auto schema = unique_name("no_lease");
     {
         pqxx::work tx{admin()};
-        tx.exec0("CREATE SCHEMA " + tx.quote_name(schema));
+        pqxx_compat::exec0(tx, "CREATE SCHEMA " + tx.quote_name(schema));
         tx.commit();
     }
     connection_options o = env_options();
@@ -73,7 +74,7 @@ TEST_F(pg_installation, a_schema_without_pg_lease_is_an_error) {
         EXPECT_NE(std::string{e.what()}.find(schema), std::string::npos) << e.what();
     }
     pqxx::work tx{admin()};
-    tx.exec0("DROP SCHEMA " + tx.quote_name(schema));
+    pqxx_compat::exec0(tx, "DROP SCHEMA " + tx.quote_name(schema));
     tx.commit();
 }
 
@@ -83,8 +84,8 @@ TEST_F(pg_installation, a_marker_in_another_schema_changes_nothing) {
     const auto schema = unique_name("decoy");
     {
         pqxx::work tx{admin()};
-        tx.exec0("CREATE SCHEMA " + tx.quote_name(schema));
-        tx.exec0("CREATE FUNCTION " + tx.quote_name(schema) +
+        pqxx_compat::exec0(tx, "CREATE SCHEMA " + tx.quote_name(schema));
+        pqxx_compat::exec0(tx, "CREATE FUNCTION " + tx.quote_name(schema) +
                  ".lease_sql_version() RETURNS text LANGUAGE sql AS $$SELECT '9.9'$$");
         tx.commit();
     }
@@ -96,7 +97,7 @@ TEST_F(pg_installation, a_marker_in_another_schema_changes_nothing) {
     EXPECT_NE(i.version, "9.9");
     EXPECT_NE(i.schema, schema);
     pqxx::work tx{admin()};
-    tx.exec0("DROP SCHEMA " + tx.quote_name(schema) + " CASCADE");
+    pqxx_compat::exec0(tx, "DROP SCHEMA " + tx.quote_name(schema) + " CASCADE");
     tx.commit();
 }
 

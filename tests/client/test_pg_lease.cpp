@@ -1,6 +1,7 @@
 /// @file test_pg_lease.cpp
 /// @brief lease, scoped_lease and fenced transactions against the real
 /// server of the PG* environment.
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pg_terminate.hpp"
 #include "pglease/error.hpp"
@@ -143,7 +144,7 @@ TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_st
 
     ASSERT_TRUE(a.acquire());
     const int n = a.run_fenced(app_a, [&](pqxx::work& tx) {
-        tx.exec0(insert + "('a')");
+        pqxx_compat::exec0(tx, insert + "('a')");
         return 1;
     });
     EXPECT_EQ(n, 1);
@@ -151,12 +152,12 @@ TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_st
 
     std::this_thread::sleep_for(1100ms); // a expires on the server
     EXPECT_FALSE(a.held());
-    EXPECT_THROW(a.run_fenced(app_a, [&](pqxx::work& tx) { tx.exec0(insert + "('x')"); }),
+    EXPECT_THROW(a.run_fenced(app_a, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert + "('x')"); }),
                  lease_lost); // refused locally, before any I/O
 
     // Expired, not yet taken over: the server says LS002.
     try {
-        run_fenced(app_a, stale, [&](pqxx::work& tx) { tx.exec0(insert + "('x')"); });
+        run_fenced(app_a, stale, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert + "('x')"); });
         ADD_FAILURE() << "expired token accepted";
     } catch (const fence_rejected& e) {
         EXPECT_EQ(e.sqlstate(), "LS002");
@@ -164,9 +165,9 @@ TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_st
     }
 
     ASSERT_TRUE(b.acquire());
-    b.run_fenced(app_b, [&](pqxx::work& tx) { tx.exec0(insert + "('b')"); });
+    b.run_fenced(app_b, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert + "('b')"); });
     try {
-        run_fenced(app_a, stale, [&](pqxx::work& tx) { tx.exec0(insert + "('x')"); });
+        run_fenced(app_a, stale, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert + "('x')"); });
         ADD_FAILURE() << "stale token accepted";
     } catch (const fence_rejected& e) {
         EXPECT_EQ(e.sqlstate(), "LS001");
@@ -194,7 +195,7 @@ TEST_F(pg_lease, a_write_to_a_table_fenced_by_another_lease_has_no_token) {
     pqxx::connection app{""};
     EXPECT_THROW(l.run_fenced(app,
                               [&](pqxx::work& tx) {
-                                  tx.exec0("INSERT INTO " + tx.quote_name(table) +
+                                  pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) +
                                            " (note) VALUES ('x')");
                               }),
                  missing_token);
@@ -229,7 +230,7 @@ TEST_F(pg_lease, connection_lost_before_commit_and_unknown_outcome_at_commit) {
         EXPECT_THROW(l.run_fenced(app,
                                   [&](pqxx::work& tx) {
                                       kill_own_session(tx);
-                                      tx.exec0("INSERT INTO " + tx.quote_name(table) +
+                                      pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) +
                                                " (note) VALUES ('x')");
                                   }),
                      connection_lost);
@@ -285,7 +286,7 @@ TEST_F(pg_lease, unreachable_server_is_connection_lost_and_fast) {
 TEST_F(pg_lease, schema_qualified_calls_work) {
     pqxx::nontransaction tx{admin()};
     const auto schema =
-        tx.exec1("SELECT n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        pqxx_compat::exec1(tx, "SELECT n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
                  "WHERE p.proname = 'lease_acquire' LIMIT 1")[0]
             .as<std::string>();
     connection_options o = env_options();

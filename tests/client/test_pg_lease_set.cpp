@@ -5,6 +5,7 @@
 /// before its leases expire there, then acquires them again; fenced work on
 /// one lease of a set; a lease released elsewhere is taken at its NOTIFY;
 /// a held lease's stop token follows its renewals.
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/lease_set.hpp"
 
@@ -44,7 +45,7 @@ protected:
     /// rows written by one transaction share their xmin.
     std::pair<long, std::string> writers(const std::string& prefix) {
         pqxx::nontransaction tx{admin()};
-        const auto r = tx.exec_params("SELECT count(DISTINCT xmin::text), min(xmin::text) "
+        const auto r = pqxx_compat::exec_params(tx, "SELECT count(DISTINCT xmin::text), min(xmin::text) "
                                       "FROM leases WHERE starts_with(name, $1)",
                                       prefix + "/");
         return {r[0][0].as<long>(), r[0][1].is_null() ? "" : r[0][1].as<std::string>()};
@@ -189,7 +190,7 @@ TEST_F(pg_lease_set, a_lease_released_elsewhere_is_taken_at_once_not_at_the_retr
     std::int64_t epoch = 0;
     {
         pqxx::nontransaction tx{admin()};
-        epoch = tx.exec_params("SELECT epoch FROM lease_acquire($1, 'other', '60 s')", name)[0][0]
+        epoch = pqxx_compat::exec_params(tx, "SELECT epoch FROM lease_acquire($1, 'other', '60 s')", name)[0][0]
                     .as<std::int64_t>();
     }
     auto cfg = fast_config("holder-a", {name}, unique_name("ls_wake_a"));
@@ -204,7 +205,7 @@ TEST_F(pg_lease_set, a_lease_released_elsewhere_is_taken_at_once_not_at_the_retr
     {
         pqxx::nontransaction tx{admin()};
         ASSERT_TRUE(
-            tx.exec_params("SELECT lease_release($1, 'other', $2)", name, epoch)[0][0].as<bool>());
+            pqxx_compat::exec_params(tx, "SELECT lease_release($1, 'other', $2)", name, epoch)[0][0].as<bool>());
     }
     // Well inside the 20 s retry period (and the 60 s expiry): the NOTIFY.
     ASSERT_TRUE(eventually([&] { return set.held(name); }, 10s));

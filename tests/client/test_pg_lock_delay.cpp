@@ -4,6 +4,7 @@
 /// other holders out after a grant lost without release, and an elector's
 /// successor is granted no earlier than the lost grant's expiry + delay
 /// (times read on the server's clock).
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/elector.hpp"
 #include "pglease/lease.hpp"
@@ -51,7 +52,7 @@ protected:
 
     std::string expires_at(const std::string& name) {
         pqxx::work tx{admin()};
-        return tx.exec_params1("SELECT expires_at::text FROM leases WHERE name = $1", name)[0]
+        return pqxx_compat::exec_params1(tx, "SELECT expires_at::text FROM leases WHERE name = $1", name)[0]
             .as<std::string>();
     }
 };

@@ -2,6 +2,7 @@
 /// @brief pglease::observer against the real server: acquire, renew (no
 /// change, expiry moves), release, revoke, takeover after expiry, handover,
 /// and a terminated session (re-read and re-LISTEN after reconnect).
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/observer.hpp"
@@ -89,7 +90,10 @@ TEST_F(pg_observer, sees_revoke_takeover_after_expiry_and_handover) {
     lease a{db, name, o};
     ASSERT_TRUE(a.acquire());
     (void)next_change(*obs, 0);
-    pqxx::nontransaction(admin()).exec_params1("SELECT lease_revoke($1)", name);
+    {
+        pqxx::nontransaction revoke{admin()};
+        pqxx_compat::exec_params1(revoke, "SELECT lease_revoke($1)", name);
+    }
     lease_view v = next_change(*obs, 1, 500ms);
     EXPECT_EQ(v.holder, "");
     EXPECT_FALSE(v.valid);
@@ -118,7 +122,7 @@ TEST_F(pg_observer, sees_revoke_takeover_after_expiry_and_handover) {
     // Handover to a chosen successor: a new epoch, event "handover".
     pqxx::nontransaction tx{admin()};
     const auto successor =
-        tx.exec_params1("SELECT lease_handover($1, 'c', $2, 'd')", name, c.epoch())[0]
+        pqxx_compat::exec_params1(tx, "SELECT lease_handover($1, 'c', $2, 'd')", name, c.epoch())[0]
             .as<std::int64_t>();
     v = next_change(*obs, 5, 500ms);
     EXPECT_EQ(v.holder, "d");

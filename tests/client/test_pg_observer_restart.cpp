@@ -3,6 +3,7 @@
 /// immediate, start): the view turns stale, then the observer reconnects on
 /// its own, reads again and LISTENs again. Run by server_control.sh, which
 /// gives it a throwaway cluster and the pg_ctl command to restart it.
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/observer.hpp"
@@ -49,7 +50,10 @@ TEST_F(pg_observer_restart, follows_the_lease_across_a_server_restart) {
     // Listening again: a revoke after the restart is seen by notification
     // (the resync period is a minute).
     pqxx::connection admin2{""};
-    pqxx::nontransaction(admin2).exec_params1("SELECT lease_revoke($1)", name);
+    {
+        pqxx::nontransaction revoke{admin2};
+        pqxx_compat::exec_params1(revoke, "SELECT lease_revoke($1)", name);
+    }
     const auto v = obs.wait_for_change(1500ms, 1);
     ASSERT_TRUE(v) << "revoke after the restart not seen";
     EXPECT_EQ(v->holder, "");

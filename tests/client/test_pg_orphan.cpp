@@ -6,6 +6,7 @@
 /// client_connection_check_interval (1 s) instead of running on until
 /// statement_timeout (60 s here) holding what it locked. Run by
 /// server_control.sh (a cluster of its own: the postmaster is frozen).
+#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
@@ -73,7 +74,7 @@ TEST_F(pg_orphan, a_severed_call_ends_on_the_server_within_the_client_check_inte
     ASSERT_TRUE(eventually([&] { return !lease_status(name).valid; }, 5s));
     pqxx::connection locker{""};
     pqxx::work lock_tx{locker};
-    lock_tx.exec_params("SELECT 1 FROM leases WHERE name = $1 FOR UPDATE", name);
+    pqxx_compat::exec_params(lock_tx, "SELECT 1 FROM leases WHERE name = $1 FOR UPDATE", name);
     pqxx::connection watcher{""};
     const auto count = [&](const std::string& where) {
         return pqxx::nontransaction{watcher}

@@ -4,6 +4,7 @@
 // locally and reported by PostgreSQL as a success with a WARNING. Neither
 // run_fenced() nor a lease call may take that for an acknowledgment: both
 // report commit_unknown (patroni#1412: a failover can lose such commits).
+#include "pglease/pqxx_compat.hpp"
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>
 
@@ -37,7 +38,7 @@ std::thread cancel_after(int pid, std::chrono::milliseconds delay) {
 TEST(SyncRep, ServerWaitsForAStandbyThatNeverAnswers) {
     pqxx::connection c{""};
     pqxx::nontransaction tx{c};
-    EXPECT_EQ(tx.exec1("SHOW synchronous_standby_names")[0].as<std::string>(), "nobody");
+    EXPECT_EQ(pglease::pqxx_compat::exec1(tx, "SHOW synchronous_standby_names")[0].as<std::string>(), "nobody");
 }
 
 TEST(SyncRep, FencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
@@ -56,7 +57,7 @@ TEST(SyncRep, FencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
         // committed by cancelling its wait for the standby.
         auto canceller = cancel_after(admin.backendpid(), 300ms);
         pqxx::nontransaction tx{admin};
-        epoch = tx.exec1("SELECT epoch FROM lease_acquire('" + lease + "', 'me', '1 min')")[0]
+        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + lease + "', 'me', '1 min')")[0]
                     .as<std::int64_t>();
         canceller.join();
     }
@@ -73,7 +74,7 @@ TEST(SyncRep, FencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
     canceller.join();
     // It did commit locally: that is why it is "unknown", not "failed".
     pqxx::nontransaction check{admin};
-    EXPECT_EQ(check.exec1("SELECT count(*) FROM " + table)[0].as<int>(), 1);
+    EXPECT_EQ(pglease::pqxx_compat::exec1(check, "SELECT count(*) FROM " + table)[0].as<int>(), 1);
 }
 
 // The same through the one-round-trip form (fenced_work: BEGIN and
@@ -91,7 +92,7 @@ TEST(SyncRep, FastFencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
     {
         auto canceller = cancel_after(admin.backendpid(), 300ms);
         pqxx::nontransaction tx{admin};
-        epoch = tx.exec1("SELECT epoch FROM lease_acquire('" + lease + "', 'me', '1 min')")[0]
+        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + lease + "', 'me', '1 min')")[0]
                     .as<std::int64_t>();
         canceller.join();
     }
@@ -109,7 +110,7 @@ TEST(SyncRep, FastFencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
                  pglease::commit_unknown);
     canceller.join();
     pqxx::nontransaction check{admin};
-    EXPECT_EQ(check.exec1("SELECT count(*) FROM " + table)[0].as<int>(), 1);
+    EXPECT_EQ(pglease::pqxx_compat::exec1(check, "SELECT count(*) FROM " + table)[0].as<int>(), 1);
 }
 
 TEST(SyncRep, LeaseCallAnsweredAfterItsCancelIsNotAGrant) {

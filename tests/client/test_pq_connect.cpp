@@ -7,7 +7,7 @@
 /// PostgreSQL needed.
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pq/pq_connect.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include "loopback_port.hpp"
 
@@ -32,15 +32,14 @@ namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
-using detail::bounded_connection;
 
-/// How long constructing a bounded_connection took to fail, or -1 s if it
+/// How long a bounded connect (pqxx_compat::connect_bounded) took to fail, or -1 s if it
 /// did not fail.
 steady::duration time_to_fail(const std::string& conninfo, steady::time_point deadline,
                               int stop_fd = -1) {
     const auto t0 = steady::now();
     try {
-        bounded_connection c{conninfo, deadline, stop_fd};
+        [[maybe_unused]] const auto c = pqxx_compat::connect_bounded(conninfo, deadline, stop_fd);
     } catch (const pqxx::broken_connection&) {
         return steady::now() - t0;
     }
@@ -96,7 +95,8 @@ TEST(pq_connect, a_refused_connect_fails_at_once_with_libpqs_message) {
     const loopback_port closed{false};
     const auto t0 = steady::now();
     try {
-        bounded_connection c{closed.conninfo(), steady::now() + 5s};
+        [[maybe_unused]] const auto c =
+            pqxx_compat::connect_bounded(closed.conninfo(), steady::now() + 5s);
         ADD_FAILURE() << "connected to a closed port";
     } catch (const pqxx::broken_connection& e) {
         EXPECT_NE(std::string{e.what()}.find("refused"), std::string::npos) << e.what();

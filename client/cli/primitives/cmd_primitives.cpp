@@ -7,6 +7,7 @@
 #include "common/duration.hpp"
 #include "common/exit_codes.hpp"
 #include "common/over_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <pglease/error.hpp>
 #include <pglease/lease.hpp>
@@ -84,10 +85,10 @@ int cmd_renew(const global_options& g, const primitive_args& a) {
         pqxx::row row;
         try {
             if (a.ttl_given)
-                row = tx.exec_params1(sql, a.lease, a.identity, a.epoch,
+                row = pqxx_compat::exec_params1(tx, sql, a.lease, a.identity, a.epoch,
                                       std::to_string(a.ttl_given->count()) + " milliseconds");
             else
-                row = tx.exec_params1(sql, a.lease, a.identity, a.epoch, nullptr);
+                row = pqxx_compat::exec_params1(tx, sql, a.lease, a.identity, a.epoch, nullptr);
         } catch (const pqxx::sql_error& e) {
             pglease::throw_for_sqlstate(e.what(), e.sqlstate());
         }

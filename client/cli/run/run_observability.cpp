@@ -1,6 +1,7 @@
 /// @file run_observability.cpp
 /// @brief /healthz and /metrics of `pglease run --http`.
 #include "run/run_observability.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <pglease/sql_name.hpp>
 
@@ -71,9 +72,9 @@ struct run_observability::state {
         try {
             pqxx::connection conn{conninfo};
             pqxx::nontransaction tx{conn};
-            tx.exec0("SET statement_timeout = 1000");
+            pqxx_compat::exec0(tx, "SET statement_timeout = 1000");
             const auto r =
-                tx.exec_params("SELECT transitions FROM " +
+                pqxx_compat::exec_params(tx, "SELECT transitions FROM " +
                                    pglease::qualified_name(schema, "leases") + " WHERE name = $1",
                                lease.name());
             transitions.Set(r.empty() ? 0.0 : r[0][0].as<double>());
@@ -88,7 +89,7 @@ struct run_observability::state {
     /// none for rejections): without, no series.
     void read_rejections(pqxx::nontransaction& tx) {
         try {
-            const auto r = tx.exec_params(
+            const auto r = pqxx_compat::exec_params(tx, 
                 "SELECT rejected_stale, rejected_not_held, rejected_no_token FROM " +
                     pglease::qualified_name(schema, "lease_counters") + " WHERE name = $1",
                 lease.name());

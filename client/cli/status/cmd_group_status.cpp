@@ -5,6 +5,7 @@
 #include "common/exit_codes.hpp"
 #include "status/grant_columns.hpp"
 #include "status/group_format.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 
@@ -27,7 +28,7 @@ int cmd_group_status(const global_options& g, const std::string& group, bool jso
     try {
         pqxx::connection conn{plain_conninfo(g)};
         pqxx::nontransaction tx{conn};
-        tx.exec0("SET TIME ZONE 'UTC'");
+        pqxx_compat::exec0(tx, "SET TIME ZONE 'UTC'");
         std::vector<group_member_row> members;
         const std::string member_sql =
             "SELECT m.member, coalesce(m.weight, 1), coalesce(m.valid, false), s.holder IS NULL, "
@@ -35,7 +36,7 @@ int cmd_group_status(const global_options& g, const std::string& group, bool jso
             remaining_ms("m.remaining") + ", coalesce(to_char(m.expires_at, " + iso +
             "), '') FROM " + qualified(g, "lease_group_members") + " m JOIN " +
             qualified(g, "lease_status") + " s ON s.name = m.lease_name WHERE m.group_name = $1";
-        for (const auto& row : tx.exec_params(member_sql, group)) {
+        for (const auto& row : pqxx_compat::exec_params(tx, member_sql, group)) {
             group_member_row m;
             m.member = row[0].as<std::string>();
             m.weight = row[1].as<int>();
@@ -51,7 +52,7 @@ int cmd_group_status(const global_options& g, const std::string& group, bool jso
                                       remaining_ms("remaining") +
                                       ", coalesce(to_char(expires_at, " + iso + "), '') FROM " +
                                       qualified(g, "lease_group_shards") + " WHERE group_name = $1";
-        for (const auto& row : tx.exec_params(shard_sql, group)) {
+        for (const auto& row : pqxx_compat::exec_params(tx, shard_sql, group)) {
             group_shard_row s;
             s.shard = row[0].as<std::string>();
             read_grant_columns(row, s);

@@ -9,6 +9,7 @@
 #include "common/exit_codes.hpp"
 #include "status/grant_columns.hpp"
 #include "status/status_format.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 
@@ -22,11 +23,11 @@ int cmd_status(const global_options& g, const std::string& name, const std::stri
     try {
         pqxx::connection conn{plain_conninfo(g)};
         pqxx::nontransaction tx{conn};
-        tx.exec0("SET TIME ZONE 'UTC'");
+        pqxx_compat::exec0(tx, "SET TIME ZONE 'UTC'");
         // open fenced transactions per grant: lease_writers, from 1.3 on
         const std::string writers_view = qualified(g, "lease_writers");
         const bool has_writers =
-            tx.exec_params1("SELECT to_regclass($1) IS NOT NULL", writers_view)[0].as<bool>();
+            pqxx_compat::exec_params1(tx, "SELECT to_regclass($1) IS NOT NULL", writers_view)[0].as<bool>();
         const std::string writers_sql = has_writers
                                             ? "(SELECT count(*) FROM " + writers_view +
                                                   " w WHERE w.epoch = s.epoch AND w.granted)"
@@ -45,7 +46,7 @@ int cmd_status(const global_options& g, const std::string& name, const std::stri
         const auto or_null = [](const std::string& v) {
             return v.empty() ? std::optional<std::string>{} : std::optional<std::string>{v};
         };
-        const pqxx::result r = tx.exec_params(sql, or_null(name), or_null(prefix));
+        const pqxx::result r = pqxx_compat::exec_params(tx, sql, or_null(name), or_null(prefix));
         std::vector<status_row> rows;
         for (const auto& row : r) {
             status_row s;

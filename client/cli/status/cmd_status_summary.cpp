@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "common/exit_codes.hpp"
 #include "status/status_summary.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 
@@ -25,7 +26,7 @@ int cmd_status_summary(const global_options& g, const std::string& prefix, bool 
             " WHERE $1::text IS NULL OR starts_with(name, $1) "
             "GROUP BY holder ORDER BY holder NULLS FIRST";
         const pqxx::result r =
-            prefix.empty() ? tx.exec_params(sql, nullptr) : tx.exec_params(sql, prefix);
+            prefix.empty() ? pqxx_compat::exec_params(tx, sql, nullptr) : pqxx_compat::exec_params(tx, sql, prefix);
         status_summary s;
         for (const auto& row : r) {
             const auto held = row[1].as<std::int64_t>();

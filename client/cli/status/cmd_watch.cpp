@@ -5,6 +5,8 @@
 #include "common/exit_codes.hpp"
 #include "status/event.hpp"
 
+#include "pglease/pqxx_compat.hpp"
+
 #include <pqxx/pqxx>
 
 #include <fcntl.h>
@@ -32,33 +34,22 @@ void on_stop(int /*sig*/) {
     errno = saved;
 }
 
-class printer final : public pqxx::notification_receiver {
-public:
-    printer(pqxx::connection_base& conn, const std::string& name, bool json, long& printed)
-        : pqxx::notification_receiver{conn, "pg_lease"}
-        , m_name{name}
-        , m_json{json}
-        , m_printed{printed} {}
-
-    void operator()(const std::string& payload, int /*backend_pid*/) override {
+/// Prints each event of lease @p name (all when empty) as one line.
+pqxx_compat::channel_listener::handler printer(const std::string& name, bool json, long& printed) {
+    return [&name, json, &printed](const std::string& payload, int /*backend_pid*/) {
         const auto event = parse_event(payload);
         if (!event) {
             std::cerr << "pglease: warning: unreadable event payload: " << payload << std::endl;
             return;
         }
-        if (!m_name.empty() && event->name != m_name)
+        if (!name.empty() && event->name != name)
             return;
         const std::string now = utc_now_iso();
-        std::cout << (m_json ? event_json_line(*event, now) : event_text_line(*event, now))
+        std::cout << (json ? event_json_line(*event, now) : event_text_line(*event, now))
                   << std::endl;
-        ++m_printed;
-    }
-
-private:
-    const std::string& m_name;
-    bool m_json;
-    long& m_printed;
-};
+        ++printed;
+    };
+}
 
 /// Sleeps up to @p ms, or until SIGINT/SIGTERM.
 void pause_for(int ms) {
@@ -88,10 +79,11 @@ int cmd_watch(const global_options& g, const std::string& name, bool json, long 
     bool ever_connected = false;
     while (g_stop == 0 && (count <= 0 || printed < count)) {
         std::unique_ptr<pqxx::connection> conn;
-        std::unique_ptr<printer> listener;
+        std::unique_ptr<pqxx_compat::channel_listener> listener;
         try {
             conn = std::make_unique<pqxx::connection>(conninfo);
-            listener = std::make_unique<printer>(*conn, name, json, printed);
+            listener = std::make_unique<pqxx_compat::channel_listener>(
+                *conn, "pg_lease", printer(name, json, printed));
             // LISTEN is issued lazily by libpqxx 6; force it now, so that
             // events committed from here on are delivered.
             conn->get_notifs();

@@ -69,7 +69,7 @@ class handover_schedule;
 ///   cfg.lease_name = "billing-worker";
 ///   cfg.callbacks.on_started_leading = [&](std::int64_t, pglease::stop_token stop) {
 ///       while (!stop.wait_for(std::chrono::seconds{1}))
-///           elector->run_fenced(app, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
+///           elector->run_fenced(app, [](pqxx::transaction_base& tx) { tx.exec("..."); });
 ///   };
 ///   cfg.callbacks.on_stopped_leading = [] { std::puts("not leading"); };
 ///   pglease::elector e{cfg};
@@ -141,7 +141,7 @@ public:
     /// even on a frozen server: lease_evicted when cut before COMMIT was
     /// sent, commit_unknown when cut during COMMIT.
     template <typename F>
-    auto run_fenced(pqxx::connection_base& conn, F&& fn) {
+    auto run_fenced(pqxx::connection& conn, F&& fn) {
         const fence_token t = token();
         try {
             return detail::run_fenced_bounded(conn, t, m_election.current().fenced_bound(t.epoch),

@@ -5,7 +5,7 @@
 /// client-go's leaderelection says plainly that it does not fence: a paused
 /// leader can still write after a new one was elected. pg_lease does fence:
 /// the transaction declares the token (SET LOCAL pg_lease.epoch in
-/// fenced_work's BEGIN, or lease_use(name, epoch)), and the fence trigger on every
+/// the fenced block's BEGIN, or lease_use(name, epoch)), and the fence trigger on every
 /// fenced table refuses the write unless that epoch is the current,
 /// unexpired grant, holding a share lock on the grant (in PostgreSQL's lock
 /// manager, pg_lease 1.3) until commit, so a takeover cannot commit while a
@@ -17,9 +17,11 @@
 #include "pglease/fenced_work.hpp"
 #include "pglease/lease.hpp"
 
-#include <pqxx/connection_base>
-#include <pqxx/errorhandler>
+#include "pglease/pqxx_compat.hpp"
+
+#include <pqxx/connection>
 #include <pqxx/except>
+#include <pqxx/nontransaction>
 #include <pqxx/transaction>
 
 #include <chrono>
@@ -54,24 +56,16 @@ void declare_token(pqxx::transaction_base& tx, const fence_token& token);
 /// Throws lease_evicted for @p e (a failure of a transaction fenced by @p token).
 [[noreturn]] void throw_evicted(const error& e, const fence_token& token);
 
-/// While it lives, notes the server's warning that a COMMIT stopped waiting
-/// for its synchronous standby ("canceling wait for synchronous
-/// replication": your statement_timeout, a pg_cancel_backend, a shutdown).
-/// PostgreSQL then reports the COMMIT as a success although the standby may
-/// not have the transaction, so a failover can lose it (patroni#1412):
-/// run_fenced() reports that as commit_unknown, not as success.
-class syncrep_notice_watch final : public pqxx::errorhandler {
-public:
-    explicit syncrep_notice_watch(pqxx::connection_base& conn);
-    bool operator()(const char msg[]) noexcept override;
-    [[nodiscard]] bool seen() const noexcept { return m_seen; }
-
-private:
-    bool m_seen = false;
-};
+/// The server's warning that a COMMIT stopped waiting for its synchronous
+/// standby ("canceling wait for synchronous replication": your
+/// statement_timeout, a pg_cancel_backend, a shutdown). PostgreSQL then
+/// reports the COMMIT as a success although the standby may not have the
+/// transaction, so a failover can lose it (patroni#1412): run_fenced()
+/// reports that as commit_unknown, not as success.
+inline constexpr const char* syncrep_warning = "wait for synchronous replication";
 
 /// Throws commit_unknown when @p watch saw the warning.
-void check_replicated(const syncrep_notice_watch& watch);
+void check_replicated(const pqxx_compat::notice_watch& watch);
 
 /// The time bound of one fenced transaction (steady clock).
 struct fence_bound {
@@ -93,24 +87,27 @@ class call_watchdog;
 /// (the watchdog is the thread's, kept between calls).
 class fenced_scope {
 public:
-    fenced_scope(pqxx::connection_base& conn, fence_bound bound);
+    fenced_scope(pqxx::connection& conn, fence_bound bound);
     fenced_scope(const fenced_scope&) = delete;
     fenced_scope& operator=(const fenced_scope&) = delete;
     fenced_scope(fenced_scope&&) = delete;
     fenced_scope& operator=(fenced_scope&&) = delete;
     ~fenced_scope();
 
-    /// Reopens a broken connection, starts the watch, then runs @p begin
-    /// (which begins the transaction and returns it); a BEGIN that finds
-    /// the connection broken is retried (at most 3 tries, as pqxx::work).
-    template <typename Begin>
-    void begin(Begin&& begin) {
+    /// Reopens a broken connection (libpqxx 6.4), starts the watch, then
+    /// runs @p begin (which begins the transaction); a BEGIN that finds the
+    /// connection broken is retried where libpqxx reopens connections (at
+    /// most 3 tries, as 6.4's pqxx::work), after @p forget.
+    template <typename Begin, typename Forget>
+    void begin(Begin&& begin, Forget&& forget) {
         for (int tries = 1;; ++tries) {
             before_begin();
             try {
-                after_begin(std::invoke(begin));
+                std::invoke(begin);
+                after_begin();
                 return;
             } catch (const pqxx::broken_connection&) {
+                std::invoke(forget);
                 if (!retry_broken_begin(tries))
                     throw;
             }
@@ -120,16 +117,18 @@ public:
     /// deadline passed; commit_unknown when the deadline cut into COMMIT or
     /// the server cancelled its wait for the synchronous standby.
     void commit(pqxx::transaction_base& tx);
+    /// The same for a fenced block.
+    void commit(fenced_block& block);
     /// Ends the watch and rethrows @p ep as what it means (see run_fenced()).
     [[noreturn]] void rethrow(std::exception_ptr ep);
 
 private:
     /// begin()'s steps: before each try (reopen, deadline check, watch);
-    /// after a BEGIN that worked (watch the new session if pqxx::work
+    /// after a BEGIN that worked (watch the new session if libpqxx 6.4
     /// reconnected); after one that found the connection broken (false:
     /// give up, rethrow).
     void before_begin();
-    void after_begin(const pqxx::dbtransaction& tx);
+    void after_begin();
     [[nodiscard]] bool retry_broken_begin(int tries) noexcept;
 
     [[nodiscard]] bool bounded() const noexcept {
@@ -137,14 +136,16 @@ private:
     }
     [[nodiscard]] bool past_deadline() const;
     [[nodiscard]] bool fired() const noexcept { return m_cancelled || m_severed; }
-    /// Watches the connection's current session (@p tx: a transaction open
-    /// on it, or none).
-    void arm(const pqxx::dbtransaction* tx);
+    /// Watches the connection's current session.
+    void arm();
     void disarm() noexcept;
+    /// Ends the transaction: @p commit_now once the deadline checks passed.
+    template <typename Commit, typename Abort>
+    void commit_with(Commit&& commit_now, Abort&& abort_now);
 
-    pqxx::connection_base& m_conn;
+    pqxx::connection& m_conn;
     fence_bound m_bound;
-    syncrep_notice_watch m_watch;
+    pqxx_compat::notice_watch m_watch;
     std::unique_ptr<call_watchdog> m_dog; ///< the thread's, taken while bounded
     bool m_cancelled = false;             ///< what the watchdog did, over all tries
     bool m_severed = false;
@@ -153,45 +154,55 @@ private:
     int m_socket = -1;
 };
 
-/// True when @p F can be called with a fenced_work& (a callable taking
-/// fenced_work&, pqxx::dbtransaction&, pqxx::transaction_base& or auto&):
-/// run_fenced() then declares the token in the BEGIN itself.
+/// True when @p F can be called with the fenced block's transaction (a
+/// callable taking pqxx::transaction_base& or auto&): run_fenced() then
+/// declares the token in the BEGIN itself.
 template <typename F>
-inline constexpr bool takes_fenced_work = std::is_invocable_v<F, fenced_work&>;
+inline constexpr bool takes_fenced_work = std::is_invocable_v<F, pqxx::nontransaction&>;
 
 /// What run_fenced(…, fn) returns: fn's result.
 template <typename F>
 using fenced_result_t =
-    typename std::conditional_t<takes_fenced_work<F>, std::invoke_result<F, fenced_work&>,
+    typename std::conditional_t<takes_fenced_work<F>, std::invoke_result<F, pqxx::nontransaction&>,
                                 std::invoke_result<F, pqxx::work&>>::type;
 
 /// run_fenced() under @p bound.
 template <typename F>
-auto run_fenced_bounded(pqxx::connection_base& conn, const fence_token& token, fence_bound bound,
+auto run_fenced_bounded(pqxx::connection& conn, const fence_token& token, fence_bound bound,
                         F&& fn) -> fenced_result_t<F> {
     using result_type = fenced_result_t<F>;
-    using tx_type = std::conditional_t<takes_fenced_work<F>, fenced_work, pqxx::work>;
     fenced_scope scope{conn, std::move(bound)};
     try {
-        // Destroyed (rolled back unless committed) before the catch below
-        // ends the watch: a ROLLBACK on a frozen server is bounded too.
-        std::optional<tx_type> tx;
-        scope.begin([&]() -> pqxx::dbtransaction& {
-            if constexpr (takes_fenced_work<F>) {
-                tx.emplace(conn, token); // BEGIN; SET LOCAL pg_lease.epoch: one round trip
+        // Ended (rolled back unless committed) before the catch below ends
+        // the watch: a ROLLBACK on a frozen server is bounded too.
+        if constexpr (takes_fenced_work<F>) {
+            fenced_block block{conn};
+            // BEGIN; SET LOCAL pg_lease.epoch: one round trip
+            scope.begin([&] { block.begin(token); }, [&] { block.forget(); });
+            if constexpr (std::is_void_v<result_type>) {
+                std::invoke(std::forward<F>(fn), block.tx());
+                scope.commit(block);
             } else {
-                tx.emplace(conn, "pglease_fenced"); // BEGIN
-                declare_token(*tx, token);          // SELECT lease_use(...)
+                result_type result = std::invoke(std::forward<F>(fn), block.tx());
+                scope.commit(block);
+                return result;
             }
-            return *tx;
-        });
-        if constexpr (std::is_void_v<result_type>) {
-            std::invoke(std::forward<F>(fn), *tx);
-            scope.commit(*tx);
         } else {
-            result_type result = std::invoke(std::forward<F>(fn), *tx);
-            scope.commit(*tx);
-            return result;
+            std::optional<pqxx::work> tx;
+            scope.begin(
+                [&] {
+                    tx.emplace(conn, "pglease_fenced"); // BEGIN
+                    declare_token(*tx, token);          // SELECT lease_use(...)
+                },
+                [&] { tx.reset(); });
+            if constexpr (std::is_void_v<result_type>) {
+                std::invoke(std::forward<F>(fn), *tx);
+                scope.commit(*tx);
+            } else {
+                result_type result = std::invoke(std::forward<F>(fn), *tx);
+                scope.commit(*tx);
+                return result;
+            }
         }
     } catch (...) {
         scope.rethrow(std::current_exception());
@@ -202,19 +213,21 @@ auto run_fenced_bounded(pqxx::connection_base& conn, const fence_token& token, f
 /// Runs @p fn(tx) in a new transaction on @p conn that carries the token
 /// before any statement of @p fn, then commits; returns what @p fn returns.
 ///
-/// The transaction: when @p fn can take a fenced_work& (a parameter of type
-/// fenced_work&, pqxx::dbtransaction&, pqxx::transaction_base&, or auto&),
-/// it is a fenced_work, whose BEGIN carries `SET LOCAL pg_lease.epoch` in
-/// the same round trip: as many round trips as a plain pqxx::work (see
-/// fenced_work for what the setting covers). A @p fn that takes a
-/// pqxx::work& still works: it gets a pqxx::work, and
-/// lease_use(token.lease_name, token.epoch) costs a round trip of its own.
+/// The transaction: when @p fn takes a pqxx::transaction_base& (or auto&),
+/// it gets a fenced block (detail::fenced_block), whose BEGIN carries `SET
+/// LOCAL pg_lease.epoch` in the same round trip: as many round trips as a
+/// plain pqxx::work. Roll it back by throwing; run_fenced() commits. A @p fn
+/// that takes a pqxx::work& (or pqxx::dbtransaction&) still works: it gets
+/// a pqxx::work, and lease_use(token.lease_name, token.epoch) costs a round
+/// trip of its own.
 ///
 /// @throws fence_rejected (a lease_lost) when the fence refused a write
 ///   (LS001 stale epoch, LS002 expired/released/revoked): nothing committed.
 /// @throws missing_token (LS003), invalid_argument (22023: an empty or
-///   oversized lease name, an epoch <= 0; before any I/O in the fenced_work
-///   form), and the server's other errors as pglease errors.
+///   oversized lease name, an epoch <= 0; before any I/O in the fenced
+///   block form), and the server's other errors as pglease errors; error
+///   25P02 when the block's COMMIT found it failed (a statement's error
+///   was caught in @p fn): nothing committed.
 /// @throws commit_unknown when the connection broke during COMMIT.
 /// @throws connection_lost when it broke before COMMIT: nothing committed.
 ///
@@ -233,12 +246,12 @@ auto run_fenced_bounded(pqxx::connection_base& conn, const fence_token& token, f
 /// frozen server can keep it forever); see the overload with a timeout.
 ///
 /// @code
-///   pglease::run_fenced(conn, {"jobs", epoch}, [&](pglease::fenced_work& tx) {
-///       tx.exec0("UPDATE jobs SET state = 'done' WHERE id = 7");
+///   pglease::run_fenced(conn, {"jobs", epoch}, [&](pqxx::transaction_base& tx) {
+///       tx.exec("UPDATE jobs SET state = 'done' WHERE id = 7");
 ///   });
 /// @endcode
 template <typename F>
-auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn)
+auto run_fenced(pqxx::connection& conn, const fence_token& token, F&& fn)
     -> detail::fenced_result_t<F> {
     return detail::run_fenced_bounded(conn, token, {}, std::forward<F>(fn));
 }
@@ -256,10 +269,11 @@ auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn)
 ///   committed (sqlstate() 57014 when the cancel landed);
 /// - cut while COMMIT was in flight: commit_unknown, whatever the server
 ///   answered afterwards (never reported as a success or a failure).
-/// Reopening a broken connection before BEGIN is bounded by the
-/// connection's own connect_timeout, not by @p timeout.
+/// Reopening a broken connection before BEGIN (libpqxx 6.4 only; from 7.0 a
+/// broken connection stays closed and this throws connection_lost) is
+/// bounded by the connection's own connect_timeout, not by @p timeout.
 template <typename F>
-auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn,
+auto run_fenced(pqxx::connection& conn, const fence_token& token, F&& fn,
                 std::chrono::milliseconds timeout) -> detail::fenced_result_t<F> {
     return detail::run_fenced_bounded(conn, token, {std::chrono::steady_clock::now() + timeout, {}},
                                       std::forward<F>(fn));
@@ -267,7 +281,7 @@ auto run_fenced(pqxx::connection_base& conn, const fence_token& token, F&& fn,
 
 /// lease::run_fenced() (declared in lease.hpp).
 template <typename F>
-auto lease::run_fenced(pqxx::connection_base& conn, F&& fn) {
+auto lease::run_fenced(pqxx::connection& conn, F&& fn) {
     const fence_token t = token();
     try {
         return detail::run_fenced_bounded(conn, t, fenced_bound(t.epoch), std::forward<F>(fn));

@@ -20,7 +20,7 @@ namespace pglease::detail {
 /// the term at once, then is rethrown.
 template <typename Message, typename F>
 auto run_fenced_grant(const std::shared_ptr<lease>& grant, Message&& not_held, backend& owner_db,
-                      pqxx::connection_base& conn, F&& fn) {
+                      pqxx::connection& conn, F&& fn) {
     if (!grant)
         throw lease_lost{not_held()};
     try {

@@ -124,7 +124,7 @@ public:
     /// gives the shard up at once (its stop_token is signalled) and is
     /// rethrown.
     template <typename F>
-    auto run_fenced(const std::string& shard, pqxx::connection_base& conn, F&& fn) {
+    auto run_fenced(const std::string& shard, pqxx::connection& conn, F&& fn) {
         return detail::run_fenced_grant(
             grant(shard), [&] { return not_held(shard); }, *m_db, conn, std::forward<F>(fn));
     }

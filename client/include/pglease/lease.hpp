@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include <pqxx/types> // forward declarations only: run_fenced() is in fence.hpp
+#include <pqxx/connection> // run_fenced() is in fence.hpp
 
 namespace pglease {
 
@@ -49,7 +49,7 @@ struct fence_bound;
 ///   pglease::pq_backend db{{}};
 ///   pglease::lease job{db, "nightly-report"};
 ///   if (job.acquire_for(std::chrono::seconds{30})) {
-///       job.run_fenced(app_conn, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
+///       job.run_fenced(app_conn, [](pqxx::transaction_base& tx) { tx.exec("..."); });
 ///       job.release();
 ///   }
 /// @endcode
@@ -180,7 +180,7 @@ public:
     /// Defined in pglease/fence.hpp (include it to call this), so that
     /// holding a lease does not pull libpqxx in.
     template <typename F>
-    auto run_fenced(pqxx::connection_base& conn, F&& fn);
+    auto run_fenced(pqxx::connection& conn, F&& fn);
 
     /// The time bound of run_fenced() for grant @p epoch: the local
     /// deadline + fenced_grace, asked again when it comes (a renewal of

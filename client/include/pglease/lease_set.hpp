@@ -73,7 +73,7 @@ struct lease_set_event;
 ///   pglease::lease_set set{cfg};
 ///   set.start();
 ///   set.add("tenant/3");
-///   set.run_fenced("tenant/1", conn, [&](pqxx::work& tx) { tx.exec0("UPDATE ..."); });
+///   set.run_fenced("tenant/1", conn, [&](pqxx::work& tx) { tx.exec("UPDATE ..."); });
 /// @endcode
 class lease_set {
 public:
@@ -131,7 +131,7 @@ public:
     /// any I/O when the lease has no term; a fence rejection or an eviction
     /// ends the term at once (its stop_token is signalled) and is rethrown.
     template <typename F>
-    auto run_fenced(const std::string& name, pqxx::connection_base& conn, F&& fn) {
+    auto run_fenced(const std::string& name, pqxx::connection& conn, F&& fn) {
         return detail::run_fenced_grant(
             grant(name), [&] { return not_held(name); }, *m_db, conn, std::forward<F>(fn));
     }

@@ -32,7 +32,7 @@ class loop_thread;
 ///   pglease::scoped_lease guard{"migrations", {}, std::chrono::seconds{10}};
 ///   if (!guard)
 ///       return;                                       // someone else runs them
-///   guard.run_fenced(app, [](pqxx::transaction_base& tx) { tx.exec0("..."); });
+///   guard.run_fenced(app, [](pqxx::transaction_base& tx) { tx.exec("..."); });
 /// @endcode                                            // released here
 class scoped_lease {
 public:
@@ -93,7 +93,7 @@ public:
     /// held() false at once; a transaction ended by a takeover after the
     /// lease ran out is lease_evicted.
     template <typename F>
-    auto run_fenced(pqxx::connection_base& conn, F&& fn) {
+    auto run_fenced(pqxx::connection& conn, F&& fn) {
         return m_lease.run_fenced(conn, std::forward<F>(fn));
     }
 

@@ -20,7 +20,7 @@ void declare_token(pqxx::transaction_base& tx, const fence_token& token) {
     std::string fn = "lease_use";
     if (!token.schema.empty())
         fn = tx.conn().quote_name(token.schema) + "." + fn;
-    tx.exec_params("SELECT " + fn + "($1, $2)", token.lease_name, token.epoch);
+    pqxx_compat::exec_params(tx, "SELECT " + fn + "($1, $2)", token.lease_name, token.epoch);
 }
 
 void rethrow_fenced(std::exception_ptr ep, bool committing) {
@@ -43,16 +43,7 @@ void rethrow_fenced(std::exception_ptr ep, bool committing) {
     }
 }
 
-syncrep_notice_watch::syncrep_notice_watch(pqxx::connection_base& conn)
-    : pqxx::errorhandler{conn} {}
-
-bool syncrep_notice_watch::operator()(const char msg[]) noexcept {
-    if (std::string_view{msg}.find("wait for synchronous replication") != std::string_view::npos)
-        m_seen = true;
-    return true; // older handlers (stderr by default) see it too
-}
-
-void check_replicated(const syncrep_notice_watch& watch) {
+void check_replicated(const pqxx_compat::notice_watch& watch) {
     if (watch.seen())
         throw commit_unknown{"commit outcome unknown: the server committed locally after "
                              "cancelling its wait for the synchronous standby; a failover may "

@@ -3,7 +3,6 @@
 /// fenced transaction.
 #include "pglease/fence.hpp"
 #include "pq/call_watchdog.hpp"
-#include "pq/pq_handle.hpp"
 #include "pq/pqxx_sqlstate.hpp"
 
 #include <pqxx/except>
@@ -43,48 +42,28 @@ void give_back(std::unique_ptr<call_watchdog> dog) noexcept {
         cached = std::move(dog);
 }
 
-/// The cancel request of the session a thread last watched. A session's
-/// cancel key never changes, so while the socket and the backend's pid
-/// stay the same the request is reused: no probe transaction, no
-/// PQgetCancel and no allocation per fenced transaction. Shared, not
-/// copied, with the watchdog: a copy of the std::function would allocate
-/// (the request owns its PGcancel), and a nested run_fenced() on another
-/// session that replaces the cache leaves the outer watch its own.
+/// The cancel request of the connection a thread last watched: while the
+/// connection, its socket and the backend's pid stay the same, the request
+/// is reused, with no allocation per fenced transaction. Shared, not
+/// copied, with the watchdog: a nested run_fenced() on another connection
+/// that replaces the cache leaves the outer watch its own.
 struct session_cancel {
+    const pqxx_compat::connection* conn = nullptr;
     int socket = -1;
     int pid = 0;
     std::shared_ptr<const std::function<void()>> request;
 };
 
-const std::shared_ptr<const std::function<void()>>&
-cancel_for(pqxx::connection_base& conn, int socket, const pqxx::dbtransaction* tx) {
+const std::shared_ptr<const std::function<void()>>& cancel_for(pqxx_compat::connection& conn,
+                                                                int socket) {
     thread_local session_cancel cached;
     const int pid = conn.backendpid();
-    if (cached.request && *cached.request && cached.socket == socket && cached.pid == pid)
+    if (cached.request && cached.conn == &conn && cached.socket == socket && cached.pid == pid)
         return cached.request;
-    auto* handle = tx != nullptr ? pq_handle(*tx) : pq_handle(conn);
-    cached = session_cancel{socket, pid,
-                            std::make_shared<const std::function<void()>>(cancel_request(handle))};
+    cached = session_cancel{&conn, socket, pid,
+                            std::make_shared<const std::function<void()>>(
+                                pqxx_compat::cancel_request(conn))};
     return cached.request;
-}
-
-/// libpqxx reopens a broken connection at its next statement, but the
-/// watch needs the new socket before that: reopen it now. The first
-/// activate() after a break only drops the dead handle (libpqxx 6.4), the
-/// second connects.
-void reopen_if_broken(pqxx::connection_base& conn) {
-    if (conn.is_open())
-        return;
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    try {
-        conn.activate();
-    } catch (const pqxx::broken_connection&) {
-        // The dead handle is gone now: connect below.
-    }
-    if (!conn.is_open())
-        conn.activate();
-#pragma GCC diagnostic pop
 }
 
 /// True for the ways a statement ends when the watchdog cut it: cancelled
@@ -100,10 +79,10 @@ bool cut_by_deadline(const pqxx::failure& e) {
 
 } // namespace
 
-fenced_scope::fenced_scope(pqxx::connection_base& conn, fence_bound bound)
+fenced_scope::fenced_scope(pqxx::connection& conn, fence_bound bound)
     : m_conn{conn}
     , m_bound{std::move(bound)}
-    , m_watch{conn} {}
+    , m_watch{conn, syncrep_warning} {}
 
 fenced_scope::~fenced_scope() {
     disarm();
@@ -126,13 +105,13 @@ bool fenced_scope::past_deadline() const {
     return true;
 }
 
-void fenced_scope::arm(const pqxx::dbtransaction* tx) {
+void fenced_scope::arm() {
     if (!bounded())
         return;
     if (!m_dog)
         m_dog = take_watchdog();
     m_socket = m_conn.sock();
-    m_dog->arm(m_bound.deadline, m_socket, cancel_for(m_conn, m_socket, tx), m_bound.extend);
+    m_dog->arm(m_bound.deadline, m_socket, cancel_for(m_conn, m_socket), m_bound.extend);
     m_armed = true;
 }
 
@@ -146,43 +125,56 @@ void fenced_scope::disarm() noexcept {
 }
 
 void fenced_scope::before_begin() {
-    reopen_if_broken(m_conn);
+    pqxx_compat::reopen_if_broken(m_conn);
+    if (!m_conn.is_open())
+        throw connection_lost{"fenced transaction: the connection is closed (broken earlier); "
+                              "open a new one: not sent"};
     if (past_deadline())
         throw connection_lost{"fenced transaction: no time left before its deadline; not sent"};
-    arm(nullptr);
+    arm();
 }
 
-void fenced_scope::after_begin(const pqxx::dbtransaction& tx) {
-    // pqxx::work's BEGIN reconnects by itself after a break: watch the new
-    // session from now on.
+void fenced_scope::after_begin() {
+    // libpqxx 6.4's pqxx::work reconnects by itself after a break: watch
+    // the new session from now on.
     if (bounded() && m_conn.sock() != m_socket) {
         disarm();
-        arm(&tx);
+        arm();
     }
 }
 
 bool fenced_scope::retry_broken_begin(int tries) noexcept {
     disarm();
     // Found broken at BEGIN (a server restarted while we were idle):
-    // nothing can have committed; reopen and try again, as pqxx::work
-    // does. Not when our own deadline cut it.
-    return tries < begin_tries && !fired();
+    // nothing can have committed; reopen and try again, as 6.4's
+    // pqxx::work does (later versions cannot reopen). Not when our own
+    // deadline cut it.
+    return pqxx_compat::reopens && tries < begin_tries && !fired();
 }
 
-void fenced_scope::commit(pqxx::transaction_base& tx) {
+template <typename Commit, typename Abort>
+void fenced_scope::commit_with(Commit&& commit_now, Abort&& abort_now) {
     if (past_deadline()) {
-        tx.abort();
+        abort_now();
         throw connection_lost{"fenced transaction ran past its deadline before COMMIT: rolled "
                               "back, nothing committed"};
     }
     m_committing = true;
-    tx.commit();
+    commit_now();
     disarm();
     if (fired())
         throw commit_unknown{"fenced transaction: its deadline came while COMMIT was in flight "
                              "and the COMMIT was cancelled: outcome unknown (a cancelled wait "
                              "for a synchronous standby still commits)"};
     check_replicated(m_watch);
+}
+
+void fenced_scope::commit(pqxx::transaction_base& tx) {
+    commit_with([&] { tx.commit(); }, [&] { tx.abort(); });
+}
+
+void fenced_scope::commit(fenced_block& block) {
+    commit_with([&] { block.commit(); }, [&] { block.rollback(); });
 }
 
 void fenced_scope::rethrow(std::exception_ptr ep) {

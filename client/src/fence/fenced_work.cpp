@@ -1,26 +1,31 @@
 /// @file fenced_work.cpp
-/// @brief BEGIN and SET LOCAL pg_lease.epoch in one simple query.
+/// @brief The fenced block: BEGIN and SET LOCAL pg_lease.epoch in one
+/// simple query, on a pqxx::nontransaction (libpqxx's public API only).
 #include "pglease/fenced_work.hpp"
 
 #include "pglease/error.hpp"
-#include "pq/pq_handle.hpp"
+#include "pglease/pqxx_compat.hpp"
+
+#include <pqxx/except>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <string_view>
 
-namespace pglease {
+namespace pglease::detail {
 namespace {
 
 constexpr std::size_t max_lease_name = 255; // bytes, as the server's lease_use
 constexpr const char* invalid_parameter_value = "22023";
+constexpr const char* in_failed_transaction = "25P02";
 
-/// The checks lease_use() made on the server when the BEGIN carried it,
-/// made here: the SET LOCAL form never sends the lease name.
+/// The checks lease_use() makes on the server, made here: the SET LOCAL
+/// form never sends the lease name.
 void check_token(const fence_token& token) {
     if (token.lease_name.empty())
         throw invalid_argument{"lease name must not be empty", invalid_parameter_value};
@@ -31,64 +36,81 @@ void check_token(const fence_token& token) {
         throw invalid_argument{"epoch must be positive", invalid_parameter_value};
 }
 
-/// `BEGIN; SET LOCAL pg_lease.epoch = '<epoch>'`.
+/// `BEGIN; SET LOCAL pg_lease.epoch = '<epoch>'`, NUL-terminated, built in
+/// place (no allocation per transaction).
 ///
 /// The SPEC's fence takes a transaction's token from lease_use(), or else
 /// from pg_lease.epoch; epochs are unique across leases, so the one epoch
-/// listed is this lease's token, and only the grant it names passes. The
-/// setting costs the server a utility statement where lease_use() costs a
-/// planned SELECT and a SECURITY DEFINER call. SET LOCAL ends with the
-/// transaction (COMMIT or ROLLBACK restores the session's own value), so
-/// no token outlives it, behind a transaction-pooling pgbouncer too; and it
-/// names no function, so neither schema nor search_path matters.
-///
-/// Written into @p out (NUL-terminated), without allocating.
-template <std::size_t N>
-void write_begin_query(const fence_token& token, std::array<char, N>& out) {
+/// listed is this lease's token, and only the grant it names passes. SET
+/// LOCAL ends with the transaction (COMMIT or ROLLBACK restores the
+/// session's own value), so no token outlives it, behind a
+/// transaction-pooling pgbouncer too; and it names no function, so
+/// neither schema nor search_path matters.
+using begin_query = std::array<char, 64>;
+begin_query begin_query_of(const fence_token& token) {
     check_token(token);
+    begin_query out{};
     constexpr std::string_view head = "BEGIN; SET LOCAL pg_lease.epoch = '";
     // head, 19 digits (a positive int64), the closing quote and the NUL.
-    static_assert(N >= head.size() + 19 + 2);
+    static_assert(std::tuple_size_v<begin_query> >= head.size() + 19 + 2);
     char* p = std::copy(head.begin(), head.end(), out.data());
     p = std::to_chars(p, out.data() + out.size() - 2, token.epoch).ptr;
     *p++ = '\'';
     *p = '\0';
+    return out;
 }
 
 } // namespace
 
-fenced_work::fenced_work(pqxx::connection_base& conn, const fence_token& token)
-    : pqxx::internal::namedclass{"fenced_work", "pglease_fenced"}
-    , pqxx::internal::basic_transaction{conn, pqxx::isolation_traits<pqxx::read_committed>::name(),
-                                        pqxx::read_write}
-    , m_epoch{token.epoch} {
-    write_begin_query(token, m_begin);
-    Begin();
+fenced_block::~fenced_block() {
+    rollback();
 }
 
-fenced_work::~fenced_work() noexcept {
-    End();
+pqxx::nontransaction& fenced_block::begin(const fence_token& token) {
+    const begin_query query = begin_query_of(token); // before any I/O
+    m_tx.emplace(m_conn, "pglease_fenced");
+    // Open from here on: a failure of the SET LOCAL after BEGIN leaves the
+    // session in a failed block, which rollback() ends.
+    m_open = true;
+    m_tx->exec(query.data());
+    return *m_tx;
 }
 
-void fenced_work::do_begin() {
+void fenced_block::forget() noexcept {
+    m_tx.reset();
+    m_open = false;
+}
+
+void fenced_block::commit() {
+    // Ends libpqxx's view of the caller's transaction first; a transaction
+    // the caller aborted throws here (pqxx::usage_error), and the block is
+    // rolled back.
+    m_tx->commit();
+    m_tx.reset();
+    pqxx::nontransaction end{m_conn, "pglease_commit"};
+    m_open = false; // sent now: whatever happens, no ROLLBACK after it
+    const pqxx::result r = end.exec("COMMIT");
+    end.commit();
+    if (pqxx_compat::rolled_back(r))
+        throw error{"fenced transaction: the server rolled it back at COMMIT (a statement in it "
+                    "failed and its error was caught): nothing committed",
+                    in_failed_transaction};
+}
+
+void fenced_block::rollback() noexcept {
+    m_tx.reset();
+    if (!m_open)
+        return;
+    m_open = false;
+    if (!m_conn.is_open())
+        return; // the session and its block are gone
     try {
-        // No retry on a broken connection (pqxx::work's BEGIN retries): the
-        // caller's deadline watches this socket, which a reconnect replaces.
-        direct_exec(m_begin.data());
+        pqxx::nontransaction end{m_conn, "pglease_rollback"};
+        end.exec("ROLLBACK");
+        end.commit();
     } catch (const std::exception&) {
-        // A statement after BEGIN failed: the session is left in an aborted
-        // transaction block, which Begin() does not roll back (this
-        // transaction never became active). Roll it back here, so the next
-        // transaction on the connection starts clean.
-        if (conn().is_open() && detail::in_transaction_block(*this)) {
-            try {
-                direct_exec("ROLLBACK");
-            } catch (const std::exception&) {
-                // The connection broke meanwhile: the session is gone anyway.
-            }
-        }
-        throw;
+        // The connection broke meanwhile: the server ends the block itself.
     }
 }
 
-} // namespace pglease
+} // namespace pglease::detail

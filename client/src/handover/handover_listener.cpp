@@ -3,7 +3,7 @@
 /// to a holder (protocol: pglease/handover_request.hpp).
 #include "pglease/handover_request.hpp"
 
-#include "pq/pq_connect.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 
@@ -22,27 +22,6 @@
 
 namespace pglease {
 
-using detail::bounded_connection;
-namespace {
-
-/// Queues (payload, sender pid): queries must wait until get_notifs() returned.
-class inbox_receiver final : public pqxx::notification_receiver {
-public:
-    inbox_receiver(pqxx::connection_base& conn, std::vector<std::pair<std::string, int>>& inbox)
-        : pqxx::notification_receiver{conn, handover_channel}
-        , m_inbox{inbox} {}
-
-    void operator()(const std::string& payload, int backend_pid) override {
-        if (m_inbox.size() < 1024)
-            m_inbox.emplace_back(payload, backend_pid);
-    }
-
-private:
-    std::vector<std::pair<std::string, int>>& m_inbox;
-};
-
-} // namespace
-
 struct handover_requester::session {
     pqxx::connection conn;
 };
@@ -58,7 +37,7 @@ bool handover_requester::ask(std::string& error) {
         if (!m_session || !m_session->conn.is_open())
             m_session.reset(new session{pqxx::connection{m_conninfo}});
         pqxx::nontransaction tx{m_session->conn};
-        tx.exec_params("SELECT pg_catalog.pg_notify($1, $2)", handover_channel,
+        pqxx_compat::exec_params(tx, "SELECT pg_catalog.pg_notify($1, $2)", handover_channel,
                        handover_payload(m_request));
         return true;
     } catch (const std::exception& e) {
@@ -110,7 +89,7 @@ struct handover_listener::state {
             log(line);
     }
 
-    void check(pqxx::connection_base& conn, const std::string& payload, int pid);
+    void check(pqxx_compat::connection& conn, const std::string& payload, int pid);
     void run() noexcept;
     void end() noexcept {
         {
@@ -121,7 +100,7 @@ struct handover_listener::state {
     }
 };
 
-void handover_listener::state::check(pqxx::connection_base& conn, const std::string& payload,
+void handover_listener::state::check(pqxx_compat::connection& conn, const std::string& payload,
                                      int pid) {
     const auto request = parse_handover_request(payload);
     if (!request || request->lease != lease)
@@ -136,7 +115,7 @@ void handover_listener::state::check(pqxx::connection_base& conn, const std::str
     // is still there (it waits for the lease on it).
     pqxx::nontransaction tx{conn};
     const pqxx::result r =
-        tx.exec_params("SELECT a.usename::text, a.usename = current_user OR coalesce(ro.rolsuper, "
+        pqxx_compat::exec_params(tx, "SELECT a.usename::text, a.usename = current_user OR coalesce(ro.rolsuper, "
                        "false), current_user::text FROM pg_catalog.pg_stat_activity a LEFT JOIN "
                        "pg_catalog.pg_roles ro ON ro.oid = a.usesysid WHERE a.pid = $1",
                        pid);
@@ -159,13 +138,18 @@ void handover_listener::state::check(pqxx::connection_base& conn, const std::str
 }
 
 void handover_listener::state::run() noexcept {
-    std::unique_ptr<bounded_connection> conn;
+    std::unique_ptr<pqxx_compat::owned_connection> conn;
+    // Queued, not checked at once: queries must wait until get_notifs() returned.
     std::vector<std::pair<std::string, int>> inbox;
-    std::unique_ptr<inbox_receiver> receiver;
+    std::unique_ptr<pqxx_compat::channel_listener> receiver;
     try {
         // The owner's stop ends the connect too (see ~handover_listener).
-        conn = std::make_unique<bounded_connection>(conninfo, clock::time_point::max(), stop[0]);
-        receiver = std::make_unique<inbox_receiver>(*conn, inbox); // LISTEN
+        conn = pqxx_compat::connect_bounded_ptr(conninfo, clock::time_point::max(), stop[0]);
+        receiver = std::make_unique<pqxx_compat::channel_listener>( // LISTEN
+            *conn, handover_channel, [&inbox](const std::string& payload, int backend_pid) {
+                if (inbox.size() < 1024)
+                    inbox.emplace_back(payload, backend_pid);
+            });
         listening.store(true);
     } catch (const std::exception& e) {
         say(std::string{"handover requests will not be heard: "} + e.what());

@@ -22,7 +22,6 @@ using detail::bounded;
 using detail::cancel_grace;
 using detail::interval_text;
 using detail::micros;
-using detail::receiver;
 
 class pq_backend::wakeup : public detail::wakeup_pipe {};
 
@@ -143,7 +142,8 @@ bool pq_backend::listen() {
         session& s = live();
         s.end_calls(); // LISTEN outside libpqxx's open transaction object
         if (!s.listener)
-            s.listener = std::make_unique<receiver>(s.conn, m_changed, m_freed);
+            s.listener = std::make_unique<pqxx_compat::channel_listener>(
+                s.conn, "pg_lease", detail::collect_events(m_changed, m_freed));
         return true;
     } catch (const std::exception&) {
         return false;

@@ -49,7 +49,7 @@ pq_backend::renew_many(const std::vector<std::string>& names, const std::string&
     return call("lease_renew_many", bounded(deadline, m_options.acquire_timeout), [&] {
         const pqxx::result r =
             m_session->exec(m_sql->renew_many, name_array, holder, epoch_array, interval_text(ttl));
-        if (r.size() != names.size())
+        if (static_cast<std::size_t>(r.size()) != names.size())
             throw error{"lease_renew_many: " + std::to_string(r.size()) + " rows for " +
                         std::to_string(names.size()) + " leases"};
         for (std::size_t i = 0; i < names.size(); ++i)
@@ -72,7 +72,7 @@ std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::strin
                                   interval_text(ttl))
                 : m_session->exec(m_sql->acquire_many_delayed, detail::text_array(names), holder,
                                   interval_text(ttl), interval_text(lock_delay));
-        if (r.size() != names.size())
+        if (static_cast<std::size_t>(r.size()) != names.size())
             throw error{"lease_acquire_many: " + std::to_string(r.size()) + " rows for " +
                         std::to_string(names.size()) + " leases"};
         std::vector<acquire_reply> out;
@@ -99,7 +99,7 @@ std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names
     return call("lease_release_many", bounded(deadline, m_options.acquire_timeout), [&] {
         const pqxx::result r = m_session->exec(m_sql->release_many, detail::text_array(names),
                                                holder, detail::bigint_array(epochs));
-        if (r.size() != names.size())
+        if (static_cast<std::size_t>(r.size()) != names.size())
             throw error{"lease_release_many: " + std::to_string(r.size()) + " rows for " +
                         std::to_string(names.size()) + " leases"};
         std::vector<bool> out;

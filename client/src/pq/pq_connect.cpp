@@ -56,21 +56,11 @@ using owned_pgconn = std::unique_ptr<PGconn, pgconn_deleter>;
 
 } // namespace
 
-deadline_connect::deadline_connect(const std::string& conninfo, clock::time_point deadline,
-                                   int stop_fd)
-    : pqxx::connectionpolicy{conninfo}
-    , m_deadline{deadline}
-    , m_stop_fd{stop_fd} {}
-
-deadline_connect::handle deadline_connect::do_startconnect(handle orig) {
-    if (orig != nullptr)
-        return orig;
-    if (m_deadline == clock::time_point::max() && m_stop_fd < 0)
-        return normalconnect(orig); // libpq's own connect_timeout, per host
-    auto until = m_deadline;
-    if (const auto limit = connect_timeout_of(options()))
+PGconn* connect_polled(const std::string& conninfo, clock::time_point deadline, int stop_fd) {
+    auto until = deadline;
+    if (const auto limit = connect_timeout_of(conninfo))
         until = std::min(until, steady::now() + *limit);
-    owned_pgconn c{PQconnectStart(options().c_str())};
+    owned_pgconn c{PQconnectStart(conninfo.c_str())};
     if (!c)
         throw std::bad_alloc{};
     if (PQstatus(c.get()) == CONNECTION_BAD)
@@ -93,26 +83,15 @@ deadline_connect::handle deadline_connect::do_startconnect(handle orig) {
                       std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), INT_MAX));
         pollfd fds[2] = {{PQsocket(c.get()),
                           static_cast<short>(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0},
-                         {m_stop_fd, POLLIN, 0}};
-        const int rc = ::poll(fds, m_stop_fd >= 0 ? 2 : 1, wait_ms);
+                         {stop_fd, POLLIN, 0}};
+        const int rc = ::poll(fds, stop_fd >= 0 ? 2 : 1, wait_ms);
         if (rc < 0 && errno != EINTR)
             fail(c, "poll failed while connecting");
-        if (m_stop_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)) != 0)
+        if (stop_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)) != 0)
             throw pqxx::broken_connection{"connect abandoned: its owner stopped"};
         if (rc > 0 && fds[0].revents != 0)
             state = PQconnectPoll(c.get());
     }
-}
-
-bounded_connection::bounded_connection(const std::string& conninfo, clock::time_point deadline,
-                                       int stop_fd)
-    : deadline_connect_holder{conninfo, deadline, stop_fd}
-    , pqxx::connection_base{policy} {
-    init();
-}
-
-bounded_connection::~bounded_connection() noexcept {
-    close();
 }
 
 } // namespace pglease::detail

@@ -5,6 +5,7 @@
 #include "pq/pq_session.hpp"
 
 #include "pglease/sql_name.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 namespace pglease {
 namespace {
@@ -35,7 +36,7 @@ installation pq_backend::installation(clock::time_point deadline) {
     return call("installation", detail::bounded(deadline, m_options.call_timeout), [&] {
         pqxx::nontransaction& tx = m_session->calls();
         const pqxx::result r =
-            tx.exec_params(describe_sql, qualified_name(m_options.schema, "lease_status"));
+            pqxx_compat::exec_params(tx, describe_sql, qualified_name(m_options.schema, "lease_status"));
         if (r.empty())
             throw error{"pg_lease is not installed " + (m_options.schema.empty()
                                                             ? std::string{"on the search_path"}
@@ -57,7 +58,7 @@ installation pq_backend::installation(clock::time_point deadline) {
             out.version = row[3].as<std::string>();
         else if (sql)
             out.version =
-                tx.exec1("SELECT " + qualified_name(out.schema, "lease_sql_version") + "()")[0]
+                pqxx_compat::exec1(tx, "SELECT " + qualified_name(out.schema, "lease_sql_version") + "()")[0]
                     .as<std::string>();
         return out;
     });

@@ -10,7 +10,6 @@
 #include <optional>
 
 namespace pglease {
-using detail::receiver;
 
 bool pq_backend::connected() const noexcept {
     return m_session && m_session->conn.is_open();
@@ -82,7 +81,8 @@ pq_backend::session& pq_backend::live(clock::time_point connect_by) {
     }
     if (m_listen_wanted) {
         try {
-            m_session->listener = std::make_unique<receiver>(m_session->conn, m_changed, m_freed);
+            m_session->listener = std::make_unique<pqxx_compat::channel_listener>(
+                m_session->conn, "pg_lease", detail::collect_events(m_changed, m_freed));
         } catch (const std::exception&) {
             // Degrade: waiters wake at the known expiry only.
         }

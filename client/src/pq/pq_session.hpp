@@ -9,7 +9,7 @@
 #include "pglease/pq_backend.hpp"
 #include "pq/call_watchdog.hpp"
 #include "pq/event_payload.hpp"
-#include "pq/pq_connect.hpp"
+#include "pglease/pqxx_compat.hpp"
 #include "pq/pq_statements.hpp"
 #include "pq/pqxx_sqlstate.hpp"
 
@@ -27,49 +27,26 @@
 namespace pglease {
 namespace detail {
 
-/// Collects the lease names of NOTIFY pg_lease payloads.
-class receiver final : public pqxx::notification_receiver {
-public:
-    /// Every event's lease name goes to @p changed, the names of leases
-    /// that are free now (released, revoked) to @p freed as well.
-    receiver(pqxx::connection_base& conn, std::set<std::string>& changed,
-             std::set<std::string>& freed)
-        : pqxx::notification_receiver{conn, "pg_lease"}
-        , m_changed{changed}
-        , m_freed{freed} {}
-
-    void operator()(const std::string& payload, int /*backend_pid*/) override {
+/// Collects the lease names of NOTIFY pg_lease payloads: every event's
+/// lease name goes to @p changed, the names of leases that are free now
+/// (released, revoked) to @p freed as well.
+inline pqxx_compat::channel_listener::handler collect_events(std::set<std::string>& changed,
+                                                             std::set<std::string>& freed) {
+    return [&changed, &freed](const std::string& payload, int /*backend_pid*/) {
         detail::notified_event event = detail::read_notified_event(payload);
         if (event.freed)
-            m_freed.insert(event.name);
-        m_changed.insert(std::move(event.name));
-    }
+            freed.insert(event.name);
+        changed.insert(std::move(event.name));
+    };
+}
 
-private:
-    std::set<std::string>& m_changed;
-    std::set<std::string>& m_freed;
-};
-
-/// Notices the server's warning that a commit stopped waiting for its
-/// synchronous standby ("canceling wait for synchronous replication ...":
-/// committed locally, maybe not replicated). PostgreSQL then reports
-/// success, so without this a grant or renewal could be believed that a
+/// The server's warning that a commit stopped waiting for its synchronous
+/// standby ("canceling wait for synchronous replication ...": committed
+/// locally, maybe not replicated). PostgreSQL then reports success, so
+/// without watching for it a grant or renewal could be believed that a
 /// failover loses (patroni#1412). The text is PostgreSQL's English one;
 /// with another lc_messages only the cancel itself is seen (see call()).
-class syncrep_watch final : public pqxx::errorhandler {
-public:
-    explicit syncrep_watch(pqxx::connection_base& conn)
-        : pqxx::errorhandler{conn} {}
-
-    bool operator()(const char msg[]) noexcept override {
-        const std::string_view text{msg};
-        if (text.find("wait for synchronous replication") != std::string_view::npos)
-            m_seen = true;
-        return true; // the older handlers (stderr) see it too
-    }
-
-    bool m_seen = false;
-};
+inline constexpr const char* syncrep_warning = "wait for synchronous replication";
 
 /// After a cancel request, how long the reply may take before the
 /// connection is shut down.
@@ -98,15 +75,15 @@ inline std::optional<std::chrono::microseconds> micros(const pqxx::field& f) {
 /// One open session; the receiver is declared last so it goes first.
 struct pq_backend::session {
     session(const std::string& conninfo, clock::time_point connect_by)
-        : conn{conninfo, connect_by}
-        , syncrep{conn} {}
+        : conn{pqxx_compat::connect_bounded(conninfo, connect_by)}
+        , syncrep{conn, detail::syncrep_warning} {}
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) = delete;
     session& operator=(session&&) = delete;
     ~session() {
         end_calls();
-        conn.disconnect(); // no UNLISTEN round trip on a dying session
+        pqxx_compat::close(conn); // no UNLISTEN round trip on a dying session
         listener.reset();
     }
 
@@ -150,7 +127,7 @@ struct pq_backend::session {
                     conn.prepare(st.name, st.sql); // bookkeeping only: parsed at first use
                     prepared.push_back(&st);
                 }
-                return tx.exec_prepared(st.name, args...);
+                return pqxx_compat::exec_prepared(tx, st.name, args...);
             } catch (const pqxx::sql_error& e) {
                 const std::string sqlstate = detail::sqlstate_of(e);
                 if (sqlstate != "26000" && sqlstate != "42P05")
@@ -158,7 +135,7 @@ struct pq_backend::session {
                 prepare = false;
             }
         }
-        return tx.exec_params(st.sql, args...);
+        return pqxx_compat::exec_params(tx, st.sql, args...);
     }
 
     /// exec() of a statement that returns exactly one row: that row.
@@ -171,9 +148,9 @@ struct pq_backend::session {
         return r[0];
     }
 
-    detail::bounded_connection conn;
-    detail::syncrep_watch syncrep;
-    std::unique_ptr<detail::receiver> listener;
+    pqxx_compat::owned_connection conn;
+    pqxx_compat::notice_watch syncrep;
+    std::unique_ptr<pqxx_compat::channel_listener> listener;
     std::optional<pqxx::nontransaction> open_calls; ///< see calls()
     std::vector<const detail::statement*> prepared; ///< known to conn.prepare()
     bool prepare = true; ///< false once a pooler showed prepared statements do not hold
@@ -196,7 +173,7 @@ auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
     try {
         // The session's one cancel request: no allocation per call.
         m_watchdog->arm(deadline, s.conn.sock(), s.cancel);
-        s.syncrep.m_seen = false;
+        s.syncrep.reset();
         auto result = [&] {
             const detail::watch_guard guard{*m_watchdog, dog};
             try {
@@ -212,7 +189,7 @@ auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
         // The lease resolves it (see commit_unknown): acquire again with the
         // same identity, or let the local deadline run out.
         const bool commits = std::string_view{what} != "lease_status"; // the one read-only call
-        if (commits && s.syncrep.m_seen)
+        if (commits && s.syncrep.seen())
             throw commit_unknown{prefix() + "the server committed without its synchronous "
                                             "standby (its wait was cancelled): outcome unknown"};
         if (commits && dog.cancelled)
@@ -237,9 +214,11 @@ auto pq_backend::call(const char* what, clock::time_point deadline, F&& body) {
         if (dog.cancelled && sqlstate == "57014")
             throw error{prefix() + "no reply by the call's deadline: cancelled", sqlstate};
         throw_for_sqlstate(prefix() + e.what(), sqlstate);
-    } catch (const pqxx::pqxx_exception& e) {
+    } catch (const std::exception& e) {
         // usage, conversion and range errors: not the server's, still ours.
-        throw error{prefix() + e.base().what()};
+        if (!pqxx_compat::is_library_error(e))
+            throw;
+        throw error{prefix() + e.what()};
     }
 }
 

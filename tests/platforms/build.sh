@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the client library, the `pglease` command and their suites against
+# another libpqxx (built once per machine by scripts/libpqxx.sh), with the
+# compiler and standard library that version needs (cmake/libpqxx-toolchain.sh),
+# warnings as errors. The suites then run through tests/platforms/suites.sh.
+#
+#   tests/platforms/build.sh VERSION BUILD_DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+version=$1 build=$2
+
+prefix=$("$root/scripts/libpqxx.sh" "$version")
+source "$root/cmake/libpqxx-toolchain.sh"
+pqxx_toolchain "$version"
+extra=()
+if [ "$PQXX_STDLIB" = libc++ ]; then
+	# Debian's libgtest is built for libstdc++: GoogleTest from its sources.
+	extra+=(-DPGLEASE_GTEST_FROM_SOURCE=ON)
+fi
+start=$SECONDS
+rm -rf "$build"
+CXX=$PQXX_CXX CXXFLAGS=$PQXX_CXXFLAGS LDFLAGS=$PQXX_LDFLAGS \
+	cmake -S "$root" -B "$build" -DPGLEASE_CLIENT_ONLY=ON -DPGLEASE_WERROR=ON \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_STANDARD="$PQXX_STD" \
+	-DPGLEASE_LIBPQXX_PREFIX="$prefix" "${extra[@]}" >"$build.configure.log" 2>&1 ||
+	{ cat "$build.configure.log" >&2; exit 1; }
+cmake --build "$build" -j "$(nproc)"
+echo "platforms: libpqxx $version ($PQXX_CXX, $PQXX_STDLIB, C++$PQXX_STD) built in $((SECONDS - start)) s"
