@@ -52,8 +52,8 @@ inline void make_downstream_table(const std::string& table, const std::string& l
 inline std::int64_t floor_of(const std::string& lease) {
     pqxx::connection c{env("PGLEASE_DOWNSTREAM")};
     pqxx::nontransaction tx{c};
-    const auto r = pglease::pqxx_compat::exec_params(tx, "SELECT epoch FROM lease_floors WHERE store = $1 AND name = $2",
-                                  store_id(), lease);
+    const auto r = pglease::pqxx_compat::exec_params(
+        tx, "SELECT epoch FROM lease_floors WHERE store = $1 AND name = $2", store_id(), lease);
     return r.empty() ? 0 : r[0][0].as<std::int64_t>();
 }
 

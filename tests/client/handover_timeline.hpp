@@ -3,10 +3,10 @@
 /// test_pg_handover_request.cpp) record of an elector's terms, and their timings.
 #pragma once
 
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/elector.hpp"
 #include "pglease/error.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -45,7 +45,8 @@ struct timeline {
                     "INSERT INTO " + app.quote_name(table) + " (note) VALUES ('work')";
                 while (!stop.wait_for(std::chrono::milliseconds{20})) {
                     try {
-                        self.load()->run_fenced(app, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert); });
+                        self.load()->run_fenced(
+                            app, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert); });
                         ++writes;
                     } catch (const lease_lost&) {
                         break;

@@ -1,7 +1,7 @@
 /// @file pg_fixture.cpp
 /// @brief Integration-test helpers.
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <csignal>
 #include <poll.h>
@@ -57,8 +57,8 @@ void pg_test::SetUp() {
 
 pg_test::status pg_test::lease_status(const std::string& name) {
     pqxx::nontransaction tx{*m_admin};
-    const auto r = pqxx_compat::exec_params(tx, 
-        "SELECT coalesce(holder, ''), epoch, valid FROM lease_status WHERE name = $1", name);
+    const auto r = pqxx_compat::exec_params(
+        tx, "SELECT coalesce(holder, ''), epoch, valid FROM lease_status WHERE name = $1", name);
     status s;
     if (!r.empty()) {
         s.holder = r[0][0].as<std::string>();
@@ -78,9 +78,11 @@ void pg_test::make_fenced_table(const std::string& table, const std::string& lea
 
 int pg_test::terminate(const std::string& app) {
     pqxx::nontransaction tx{*m_admin};
-    const auto r = pqxx_compat::exec_params(tx, "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) "
-                                  "FROM pg_stat_activity WHERE application_name = $1",
-                                  app);
+    const auto r =
+        pqxx_compat::exec_params(tx,
+                                 "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) "
+                                 "FROM pg_stat_activity WHERE application_name = $1",
+                                 app);
     return r[0][0].as<int>();
 }
 

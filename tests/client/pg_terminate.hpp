@@ -19,9 +19,9 @@ inline void terminate_backend(pqxx::connection& admin, int pid) {
     pqxx::nontransaction tx{admin};
     pqxx_compat::exec_params(tx, "SELECT pg_terminate_backend($1)", pid);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{5};
-    while (
-        pqxx_compat::exec_params1(tx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid)[0].as<int>() !=
-        0) {
+    while (pqxx_compat::exec_params1(tx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                                     pid)[0]
+               .as<int>() != 0) {
         if (std::chrono::steady_clock::now() >= until)
             throw std::runtime_error{"backend " + std::to_string(pid) +
                                      " still there 5 s after pg_terminate_backend"};

@@ -138,7 +138,8 @@ TEST(election_downstream, a_last_raise_that_returns_at_the_local_deadline_refuse
     EXPECT_FALSE(rec->valid); // released, not left to expire
 }
 
-TEST(election_downstream, a_last_raise_whose_answer_comes_after_the_local_deadline_refuses_the_term) {
+TEST(election_downstream,
+     a_last_raise_whose_answer_comes_after_the_local_deadline_refuses_the_term) {
     fixture f;
     f.second.latency = 8s;     // in time at the server (8 s < 9 s)...
     f.second.late_answer = 2s; // ...but the answer arrives at 10 s

@@ -3,11 +3,11 @@
 /// real server: a renew blocked on the lease row is cancelled at its bound,
 /// one whose cancel cannot land (backend stopped) drops the connection, and
 /// a holder's own long fenced transaction never delays its renewals.
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <csignal>
 

@@ -7,9 +7,9 @@
 // unchanged for the new leader; an unreachable downstream refuses the term
 // and the lease is released; scoped_lease and a raise's arguments. The
 // deadline bounds are in test_pg_downstream_bounds.cpp.
-#include "pglease/pqxx_compat.hpp"
 #include "downstream_fixture.hpp"
 #include "pg_terminate.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>
@@ -145,9 +145,11 @@ TEST(Downstream, AnUnreachableDownstreamRefusesTheTermAndReleases) {
     // The grant was released at once, not left to expire.
     pqxx::connection c{env("PGLEASE_STORE")};
     pqxx::nontransaction tx{c};
-    EXPECT_EQ(pglease::pqxx_compat::exec_params(tx, "SELECT count(*) FROM lease_events WHERE name = $1 AND epoch = $2 "
-                             "AND event = 'released'",
-                             lease, refused_epoch)[0][0]
+    EXPECT_EQ(pglease::pqxx_compat::exec_params(
+                  tx,
+                  "SELECT count(*) FROM lease_events WHERE name = $1 AND epoch = $2 "
+                  "AND event = 'released'",
+                  lease, refused_epoch)[0][0]
                   .as<int>(),
               1);
     // It campaigns again every retry period (300 ms), not at every NOTIFY
@@ -155,10 +157,12 @@ TEST(Downstream, AnUnreachableDownstreamRefusesTheTermAndReleases) {
     std::this_thread::sleep_for(1500ms);
     el.stop();
     EXPECT_EQ(started.load(), 0);
-    const int grants = pglease::pqxx_compat::exec_params(tx, "SELECT count(*) FROM lease_events WHERE name = $1 AND "
-                                      "event = 'acquired'",
-                                      lease)[0][0]
-                           .as<int>();
+    const int grants =
+        pglease::pqxx_compat::exec_params(tx,
+                                          "SELECT count(*) FROM lease_events WHERE name = $1 AND "
+                                          "event = 'acquired'",
+                                          lease)[0][0]
+            .as<int>();
     EXPECT_GE(grants, 2);
     EXPECT_LE(grants, 10);
 }
@@ -183,10 +187,12 @@ TEST(Downstream, ScopedLeaseIsHeldOnlyOnceTheFloorIsRaised) {
     EXPECT_NE(refused.refusal().find("downstream 2 of 2"), std::string::npos) << refused.refusal();
     pqxx::connection c{env("PGLEASE_STORE")};
     pqxx::nontransaction tx{c};
-    const auto r = pglease::pqxx_compat::exec_params(tx, "SELECT coalesce(holder, ''), (SELECT count(*) FROM lease_events "
-                                  "e WHERE e.name = l.name AND e.event = 'released' AND e.epoch "
-                                  "> $2) FROM leases l WHERE name = $1",
-                                  lease, first_epoch);
+    const auto r = pglease::pqxx_compat::exec_params(
+        tx,
+        "SELECT coalesce(holder, ''), (SELECT count(*) FROM lease_events "
+        "e WHERE e.name = l.name AND e.event = 'released' AND e.epoch "
+        "> $2) FROM leases l WHERE name = $1",
+        lease, first_epoch);
     ASSERT_EQ(r.size(), 1U);
     EXPECT_EQ(r[0][0].as<std::string>(), "") << "the refused grant is still held";
     EXPECT_EQ(r[0][1].as<int>(), 1) << "the refused grant was not released";

@@ -3,9 +3,9 @@
 // but never answers, and one whose raise waits on an old writer, refuse the
 // term by the grant's local deadline, and the server stops waiting then
 // too; the store id is read once per connection.
-#include "pglease/pqxx_compat.hpp"
 #include "downstream_fixture.hpp"
 #include "pg_terminate.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>
@@ -110,9 +110,11 @@ TEST(Downstream, AStalledDownstreamRefusesTheTermByTheLocalDeadline) {
     EXPECT_EQ(r.started, 0);
     pqxx::connection c{env("PGLEASE_STORE")};
     pqxx::nontransaction tx{c};
-    EXPECT_EQ(pglease::pqxx_compat::exec_params(tx, "SELECT count(*) FROM lease_events WHERE name = $1 AND epoch = $2 "
-                             "AND event = 'released'",
-                             lease, r.epoch)[0][0]
+    EXPECT_EQ(pglease::pqxx_compat::exec_params(
+                  tx,
+                  "SELECT count(*) FROM lease_events WHERE name = $1 AND epoch = $2 "
+                  "AND event = 'released'",
+                  lease, r.epoch)[0][0]
                   .as<int>(),
               1)
         << "the refused grant was not released at once";
@@ -175,7 +177,8 @@ TEST(Downstream, TheStoreIdIsReadOncePerConnection) {
     const auto last_query = [](int pid) {
         pqxx::connection c{env("PGLEASE_STORE")};
         pqxx::nontransaction tx{c};
-        return pglease::pqxx_compat::exec_params(tx, "SELECT query FROM pg_stat_activity WHERE pid = $1", pid)[0][0]
+        return pglease::pqxx_compat::exec_params(
+                   tx, "SELECT query FROM pg_stat_activity WHERE pid = $1", pid)[0][0]
             .as<std::string>();
     };
     (void)store.status("ds_store_id_probe"); // another statement on the same session

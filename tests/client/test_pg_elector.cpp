@@ -3,10 +3,10 @@
 /// process dies, a paused (SIGSTOPped) leader, a killed renew session,
 /// hand-over on stop, step-down on a fence rejection, and a stopping
 /// leader's wind-down writes passing (released only after its work returned).
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/elector.hpp"
 #include "pglease/error.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <csignal>
 #include <unistd.h>
@@ -215,9 +215,10 @@ TEST_F(pg_elector, terminated_renew_session_reconnects_or_steps_down_never_two_l
         EXPECT_TRUE(eventually(
             [&] {
                 pqxx::nontransaction tx{admin()};
-                return pqxx_compat::exec_params1(tx, "SELECT count(*) FROM pg_stat_activity "
-                                       "WHERE application_name = $1",
-                                       app_a)[0]
+                return pqxx_compat::exec_params1(tx,
+                                                 "SELECT count(*) FROM pg_stat_activity "
+                                                 "WHERE application_name = $1",
+                                                 app_a)[0]
                            .as<int>() == 1;
             },
             2s))
@@ -276,7 +277,8 @@ TEST_F(pg_elector, stop_releases_only_after_the_leader_work_returned) {
         std::this_thread::sleep_for(300ms);
         try {
             run_fenced(app, fence_token{name, e, {}}, [&](pqxx::work& tx) {
-                pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('last')");
+                pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) +
+                                           " (note) VALUES ('last')");
             });
             outcome = "committed";
         } catch (const std::exception& ex) {
@@ -284,7 +286,8 @@ TEST_F(pg_elector, stop_releases_only_after_the_leader_work_returned) {
         }
         pqxx::nontransaction q{app};
         holder_at_return =
-            pqxx_compat::exec_params1(q, "SELECT coalesce(holder, '') FROM leases WHERE name = $1", name)[0]
+            pqxx_compat::exec_params1(q, "SELECT coalesce(holder, '') FROM leases WHERE name = $1",
+                                      name)[0]
                 .as<std::string>();
         returned = true;
     };
@@ -367,7 +370,9 @@ TEST_F(pg_elector, a_rejection_of_the_one_round_trip_form_ends_the_term_at_once)
     EXPECT_FALSE(e.leading());
     EXPECT_TRUE(eventually([&] { return o.stopped > 0; }, 2s));
     pqxx::nontransaction check{admin()};
-    EXPECT_EQ(pqxx_compat::exec1(check, "SELECT count(*) FROM " + check.quote_name(table))[0].as<long>(), 1);
+    EXPECT_EQ(
+        pqxx_compat::exec1(check, "SELECT count(*) FROM " + check.quote_name(table))[0].as<long>(),
+        1);
 }
 
 } // namespace

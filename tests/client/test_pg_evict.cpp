@@ -6,12 +6,12 @@
 /// transaction; when the stalled
 /// leader wakes, its run_fenced() throws lease_evicted, its elector reports
 /// stopped leading, and nothing of the stalled transaction was committed.
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/elector.hpp"
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <csignal>
 #include <unistd.h>
@@ -70,7 +70,8 @@ int stalled_leader(const std::string& name, const std::string& table, stall how,
     std::string sqlstate;
     try {
         e.run_fenced(app, [&](pqxx::work& tx) {
-            pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('stalled')");
+            pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) +
+                                       " (note) VALUES ('stalled')");
             say("inside " + std::to_string(epoch.load()));
             if (how == stall::busy) {
                 tx.exec("SELECT pg_sleep(30)"); // SIGSTOPped while the server sleeps
@@ -78,7 +79,8 @@ int stalled_leader(const std::string& name, const std::string& table, stall how,
                 char b = 0;
                 [[maybe_unused]] const auto n = ::read(from_parent, &b, 1); // SIGSTOP lands here
             }
-            pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('after')");
+            pqxx_compat::exec0(tx,
+                               "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('after')");
         });
     } catch (const lease_evicted& ex) {
         what = "lease_evicted";
@@ -152,10 +154,12 @@ void pg_evict::stalled_leader_is_evicted(stall how) {
     EXPECT_GT(new_epoch.load(), old_epoch);
     {
         pqxx::nontransaction q{admin()};
-        const auto evicts = pqxx_compat::exec_params1(q, "SELECT count(*) FROM lease_events WHERE name = $1 "
-                                           "AND event = 'evict' AND epoch = $2",
-                                           name, old_epoch)[0]
-                                .as<int>();
+        const auto evicts =
+            pqxx_compat::exec_params1(q,
+                                      "SELECT count(*) FROM lease_events WHERE name = $1 "
+                                      "AND event = 'evict' AND epoch = $2",
+                                      name, old_epoch)[0]
+                .as<int>();
         EXPECT_GE(evicts, 1) << "no evict event for epoch " << old_epoch;
     }
 
@@ -216,12 +220,14 @@ TEST_F(pg_evict, lease_run_fenced_sleeping_past_its_ttl_is_evicted_by_a_new_hold
     std::future<bool> taken;
     try {
         l.run_fenced(app, [&](pqxx::work& tx) {
-            pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('sleeper')");
+            pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) +
+                                       " (note) VALUES ('sleeper')");
             // The callback sleeps past the ttl while another client acquires.
             ASSERT_TRUE(eventually([&] { return !lease_status(name).valid; }, 5s));
             taken = std::async(std::launch::async, [&] { return other.acquire(); });
             taken.wait();
-            pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('after')");
+            pqxx_compat::exec0(tx,
+                               "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('after')");
         });
         ADD_FAILURE() << "the sleeping fenced transaction committed";
     } catch (const lease_evicted& e) {

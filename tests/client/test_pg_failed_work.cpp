@@ -4,11 +4,11 @@
 /// test_pg_elector.cpp): the term ends with reason "failed", the lease is
 /// released (lease_events shows a release, not an expiry), and a retry
 /// period later the holder takes it again with a new epoch.
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/group.hpp"
 #include "pglease/group_names.hpp"
 #include "pglease/lease_set.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -43,9 +43,11 @@ protected:
     std::vector<std::int64_t> events(const std::string& lease, const std::string& kind) {
         pqxx::nontransaction tx{admin()};
         std::vector<std::int64_t> out;
-        for (const auto& row : pqxx_compat::exec_params(tx, "SELECT epoch FROM lease_events WHERE name = $1 "
-                                              "AND event = $2 ORDER BY id",
-                                              lease, kind))
+        for (const auto& row :
+             pqxx_compat::exec_params(tx,
+                                      "SELECT epoch FROM lease_events WHERE name = $1 "
+                                      "AND event = $2 ORDER BY id",
+                                      lease, kind))
             out.push_back(row[0].as<std::int64_t>());
         return out;
     }

@@ -3,9 +3,9 @@
 /// their session and die (SIGKILL of a child process); the assignment
 /// converges within the bound, every shard is owned again, and no shard's
 /// work ever ran in two members at once.
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/group.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <csignal>
 #include <iostream>
@@ -92,8 +92,8 @@ protected:
     std::map<std::string, std::string> holders() {
         pqxx::nontransaction tx{admin()};
         std::map<std::string, std::string> out;
-        for (const auto& row : pqxx_compat::exec_params(tx, 
-                 "SELECT shard, holder FROM lease_group_shards WHERE group_name = $1 AND valid",
+        for (const auto& row : pqxx_compat::exec_params(
+                 tx, "SELECT shard, holder FROM lease_group_shards WHERE group_name = $1 AND valid",
                  m_group))
             out[row[0].as<std::string>()] = row[1].as<std::string>();
         return out;
@@ -130,7 +130,8 @@ protected:
     /// previous grant was released, or as a takeover of an expired lease.
     void expect_grants_in_turn() {
         pqxx::nontransaction tx{admin()};
-        const auto r = pqxx_compat::exec_params(tx, 
+        const auto r = pqxx_compat::exec_params(
+            tx,
             "SELECT e.name, e.event, coalesce(e.holder, ''), e.epoch FROM lease_events e "
             "WHERE starts_with(e.name, $1) ORDER BY e.id",
             group_prefix(m_group) + "shard/");

@@ -3,8 +3,8 @@
 /// a campaigning successor (the old work ends before the successor starts,
 /// the old epoch is refused), to an identity nobody runs (the lease waits
 /// for its ttl), and stop() with preferred_successor.
-#include "pglease/pqxx_compat.hpp"
 #include "handover_timeline.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -67,7 +67,8 @@ TEST_F(pg_handover, yield_to_hands_over_after_the_work_stopped_and_fences_the_ol
     try {
         pqxx::connection app{""};
         run_fenced(app, fence_token{name, old_epoch, {}}, [&](pqxx::work& tx) {
-            pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('stale')");
+            pqxx_compat::exec0(tx,
+                               "INSERT INTO " + tx.quote_name(table) + " (note) VALUES ('stale')");
         });
     } catch (const fence_rejected& e) {
         sqlstate = e.sqlstate();
@@ -77,10 +78,10 @@ TEST_F(pg_handover, yield_to_hands_over_after_the_work_stopped_and_fences_the_ol
     // The successor writes; every row of the old epoch came before any of the new.
     ASSERT_TRUE(eventually([&] { return tb.writes > 2; }, 5s));
     pqxx::nontransaction tx{admin()};
-    const auto order =
-        pqxx_compat::exec1(tx, "SELECT coalesce(max(id) FILTER (WHERE epoch = " + std::to_string(old_epoch) +
-                 "), 0) < min(id) FILTER (WHERE epoch = " + std::to_string(r.new_epoch) +
-                 "), count(DISTINCT epoch) FROM " + tx.quote_name(table));
+    const auto order = pqxx_compat::exec1(
+        tx, "SELECT coalesce(max(id) FILTER (WHERE epoch = " + std::to_string(old_epoch) +
+                "), 0) < min(id) FILTER (WHERE epoch = " + std::to_string(r.new_epoch) +
+                "), count(DISTINCT epoch) FROM " + tx.quote_name(table));
     EXPECT_TRUE(order[0].as<bool>());
     EXPECT_EQ(order[1].as<int>(), 2);
     EXPECT_TRUE(eventually([&] { return a.leader() == b.identity(); }, 3s));

@@ -5,8 +5,8 @@
 /// back); a holder that does not answer
 /// keeps it; a request from a role that may not ask is ignored, one from
 /// the holder's own role is served.
-#include "pglease/pqxx_compat.hpp"
 #include "handover_timeline.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -23,9 +23,11 @@ protected:
     static void ask(pqxx::connection& conn, const std::string& lease,
                     const std::string& requester) {
         pqxx::nontransaction tx{conn};
-        pqxx_compat::exec_params(tx, "SELECT pg_notify('pg_lease_handover', json_build_object('lease', $1::text, "
-                       "'requester', $2::text)::text)",
-                       lease, requester);
+        pqxx_compat::exec_params(
+            tx,
+            "SELECT pg_notify('pg_lease_handover', json_build_object('lease', $1::text, "
+            "'requester', $2::text)::text)",
+            lease, requester);
     }
 };
 
@@ -64,7 +66,8 @@ TEST_F(pg_handover_request, a_new_elector_is_handed_the_lease_after_the_old_work
     // Every row of the old epoch came before any of the new one.
     ASSERT_TRUE(eventually([&] { return tb.writes > 2; }, 5s));
     pqxx::nontransaction tx{admin()};
-    const auto order = pqxx_compat::exec_params1(tx, 
+    const auto order = pqxx_compat::exec_params1(
+        tx,
         "SELECT max(id) FILTER (WHERE epoch = $1) < min(id) FILTER (WHERE epoch = $2) FROM " +
             tx.quote_name(table),
         old_epoch, handed->new_epoch);
@@ -116,9 +119,10 @@ TEST_F(pg_handover_request, only_the_holders_role_or_a_superuser_may_ask) {
     ASSERT_TRUE(eventually(
         [&] {
             pqxx::nontransaction tx{admin()};
-            return pqxx_compat::exec_params1(tx, "SELECT count(*) FROM pg_stat_activity WHERE "
-                                   "application_name = $1",
-                                   app)[0]
+            return pqxx_compat::exec_params1(tx,
+                                             "SELECT count(*) FROM pg_stat_activity WHERE "
+                                             "application_name = $1",
+                                             app)[0]
                        .as<int>() == 2;
         },
         5s));

@@ -4,10 +4,10 @@
 /// C edition), its version, schema and the server's version, as the
 /// catalogs say; a schema with no pg_lease is an error, and a marker
 /// function planted in another schema of the search_path changes nothing.
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <cstdlib>
 #include <regex>
@@ -85,8 +85,9 @@ TEST_F(pg_installation, a_marker_in_another_schema_changes_nothing) {
     {
         pqxx::work tx{admin()};
         pqxx_compat::exec0(tx, "CREATE SCHEMA " + tx.quote_name(schema));
-        pqxx_compat::exec0(tx, "CREATE FUNCTION " + tx.quote_name(schema) +
-                 ".lease_sql_version() RETURNS text LANGUAGE sql AS $$SELECT '9.9'$$");
+        pqxx_compat::exec0(
+            tx, "CREATE FUNCTION " + tx.quote_name(schema) +
+                    ".lease_sql_version() RETURNS text LANGUAGE sql AS $$SELECT '9.9'$$");
         tx.commit();
     }
     connection_options o = env_options();

@@ -1,12 +1,12 @@
 /// @file test_pg_lease.cpp
 /// @brief lease, scoped_lease and fenced transactions against the real
 /// server of the PG* environment.
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pg_terminate.hpp"
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 #include "pglease/scoped_lease.hpp"
 
 #include <future>
@@ -152,8 +152,9 @@ TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_st
 
     std::this_thread::sleep_for(1100ms); // a expires on the server
     EXPECT_FALSE(a.held());
-    EXPECT_THROW(a.run_fenced(app_a, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert + "('x')"); }),
-                 lease_lost); // refused locally, before any I/O
+    EXPECT_THROW(
+        a.run_fenced(app_a, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert + "('x')"); }),
+        lease_lost); // refused locally, before any I/O
 
     // Expired, not yet taken over: the server says LS002.
     try {
@@ -196,7 +197,7 @@ TEST_F(pg_lease, a_write_to_a_table_fenced_by_another_lease_has_no_token) {
     EXPECT_THROW(l.run_fenced(app,
                               [&](pqxx::work& tx) {
                                   pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) +
-                                           " (note) VALUES ('x')");
+                                                             " (note) VALUES ('x')");
                               }),
                  missing_token);
     EXPECT_TRUE(l.held()); // a usage error is not a lost lease
@@ -231,7 +232,7 @@ TEST_F(pg_lease, connection_lost_before_commit_and_unknown_outcome_at_commit) {
                                   [&](pqxx::work& tx) {
                                       kill_own_session(tx);
                                       pqxx_compat::exec0(tx, "INSERT INTO " + tx.quote_name(table) +
-                                               " (note) VALUES ('x')");
+                                                                 " (note) VALUES ('x')");
                                   }),
                      connection_lost);
     }
@@ -286,8 +287,9 @@ TEST_F(pg_lease, unreachable_server_is_connection_lost_and_fast) {
 TEST_F(pg_lease, schema_qualified_calls_work) {
     pqxx::nontransaction tx{admin()};
     const auto schema =
-        pqxx_compat::exec1(tx, "SELECT n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-                 "WHERE p.proname = 'lease_acquire' LIMIT 1")[0]
+        pqxx_compat::exec1(
+            tx, "SELECT n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE p.proname = 'lease_acquire' LIMIT 1")[0]
             .as<std::string>();
     connection_options o = env_options();
     o.schema = schema;

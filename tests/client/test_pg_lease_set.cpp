@@ -5,9 +5,9 @@
 /// before its leases expire there, then acquires them again; fenced work on
 /// one lease of a set; a lease released elsewhere is taken at its NOTIFY;
 /// a held lease's stop token follows its renewals.
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/lease_set.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <atomic>
 #include <map>
@@ -45,19 +45,21 @@ protected:
     /// rows written by one transaction share their xmin.
     std::pair<long, std::string> writers(const std::string& prefix) {
         pqxx::nontransaction tx{admin()};
-        const auto r = pqxx_compat::exec_params(tx, "SELECT count(DISTINCT xmin::text), min(xmin::text) "
-                                      "FROM leases WHERE starts_with(name, $1)",
-                                      prefix + "/");
+        const auto r =
+            pqxx_compat::exec_params(tx,
+                                     "SELECT count(DISTINCT xmin::text), min(xmin::text) "
+                                     "FROM leases WHERE starts_with(name, $1)",
+                                     prefix + "/");
         return {r[0][0].as<long>(), r[0][1].is_null() ? "" : r[0][1].as<std::string>()};
     }
 
     /// How many of prefix/... lease_status shows valid for @p holder.
     long valid_for(const std::string& prefix, const std::string& holder) {
         pqxx::nontransaction tx{admin()};
-        return tx
-            .exec_params("SELECT count(*) FROM lease_status WHERE starts_with(name, $1) "
-                         "AND valid AND holder = $2",
-                         prefix + "/", holder)[0][0]
+        return pqxx_compat::exec_params(tx,
+                                        "SELECT count(*) FROM lease_status WHERE "
+                                        "starts_with(name, $1) AND valid AND holder = $2",
+                                        prefix + "/", holder)[0][0]
             .as<long>();
     }
 };
@@ -99,8 +101,7 @@ TEST_F(pg_lease_set, a_held_lease_s_stop_token_follows_renewals) {
     std::mutex mutex;
     std::map<std::string, std::pair<std::int64_t, stop_token>> tokens; ///< of the latest term
     auto cfg = fast_config("holder-t", names, unique_name("ls_token_app"));
-    cfg.callbacks.on_acquired = [&](const std::string& name, std::int64_t epoch,
-                                    stop_token stop) {
+    cfg.callbacks.on_acquired = [&](const std::string& name, std::int64_t epoch, stop_token stop) {
         const std::lock_guard lock{mutex};
         tokens[name] = {epoch, std::move(stop)};
     };
@@ -120,8 +121,7 @@ TEST_F(pg_lease_set, a_held_lease_s_stop_token_follows_renewals) {
         {
             const std::lock_guard lock{mutex};
             for (const auto& [name, term] : tokens)
-                if (term.second.stop_requested() && set.held(name) &&
-                    set.epoch(name) == term.first)
+                if (term.second.stop_requested() && set.held(name) && set.epoch(name) == term.first)
                     fired_while_held = name;
         }
         std::this_thread::sleep_for(20ms);
@@ -190,7 +190,8 @@ TEST_F(pg_lease_set, a_lease_released_elsewhere_is_taken_at_once_not_at_the_retr
     std::int64_t epoch = 0;
     {
         pqxx::nontransaction tx{admin()};
-        epoch = pqxx_compat::exec_params(tx, "SELECT epoch FROM lease_acquire($1, 'other', '60 s')", name)[0][0]
+        epoch = pqxx_compat::exec_params(tx, "SELECT epoch FROM lease_acquire($1, 'other', '60 s')",
+                                         name)[0][0]
                     .as<std::int64_t>();
     }
     auto cfg = fast_config("holder-a", {name}, unique_name("ls_wake_a"));
@@ -205,7 +206,8 @@ TEST_F(pg_lease_set, a_lease_released_elsewhere_is_taken_at_once_not_at_the_retr
     {
         pqxx::nontransaction tx{admin()};
         ASSERT_TRUE(
-            pqxx_compat::exec_params(tx, "SELECT lease_release($1, 'other', $2)", name, epoch)[0][0].as<bool>());
+            pqxx_compat::exec_params(tx, "SELECT lease_release($1, 'other', $2)", name, epoch)[0][0]
+                .as<bool>());
     }
     // Well inside the 20 s retry period (and the 60 s expiry): the NOTIFY.
     ASSERT_TRUE(eventually([&] { return set.held(name); }, 10s));

@@ -4,12 +4,12 @@
 /// other holders out after a grant lost without release, and an elector's
 /// successor is granted no earlier than the lost grant's expiry + delay
 /// (times read on the server's clock).
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/elector.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_set.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <atomic>
 #include <thread>
@@ -26,10 +26,10 @@ protected:
     /// The lock_delay recorded in @p name's row, in milliseconds.
     long recorded_delay(const std::string& name) {
         pqxx::work tx{admin()};
-        return tx
-            .exec_params1("SELECT (extract(epoch FROM lock_delay) * 1000)::bigint "
-                          "FROM leases WHERE name = $1",
-                          name)[0]
+        return pqxx_compat::exec_params1(tx,
+                                         "SELECT (extract(epoch FROM lock_delay) * 1000)::bigint "
+                                         "FROM leases WHERE name = $1",
+                                         name)[0]
             .as<long>();
     }
 
@@ -43,16 +43,18 @@ protected:
     long micros_after(const std::string& name, const std::string& event,
                       const std::string& expired_at) {
         pqxx::work tx{admin()};
-        return tx
-            .exec_params1("SELECT (extract(epoch FROM max(time) - $3::timestamptz) * 1e6)::bigint "
-                          "FROM lease_events WHERE name = $1 AND event = $2",
-                          name, event, expired_at)[0]
+        return pqxx_compat::exec_params1(
+                   tx,
+                   "SELECT (extract(epoch FROM max(time) - $3::timestamptz) * 1e6)::bigint "
+                   "FROM lease_events WHERE name = $1 AND event = $2",
+                   name, event, expired_at)[0]
             .as<long>();
     }
 
     std::string expires_at(const std::string& name) {
         pqxx::work tx{admin()};
-        return pqxx_compat::exec_params1(tx, "SELECT expires_at::text FROM leases WHERE name = $1", name)[0]
+        return pqxx_compat::exec_params1(tx, "SELECT expires_at::text FROM leases WHERE name = $1",
+                                         name)[0]
             .as<std::string>();
     }
 };

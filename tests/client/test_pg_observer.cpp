@@ -2,11 +2,11 @@
 /// @brief pglease::observer against the real server: acquire, renew (no
 /// change, expiry moves), release, revoke, takeover after expiry, handover,
 /// and a terminated session (re-read and re-LISTEN after reconnect).
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/observer.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 namespace pglease::test {
 namespace {

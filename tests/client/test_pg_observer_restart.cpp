@@ -3,11 +3,11 @@
 /// immediate, start): the view turns stale, then the observer reconnects on
 /// its own, reads again and LISTENs again. Run by server_control.sh, which
 /// gives it a throwaway cluster and the pg_ctl command to restart it.
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/observer.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <cstdlib>
 

@@ -6,10 +6,10 @@
 /// client_connection_check_interval (1 s) instead of running on until
 /// statement_timeout (60 s here) holding what it locked. Run by
 /// server_control.sh (a cluster of its own: the postmaster is frozen).
-#include "pglease/pqxx_compat.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 
 #include <csignal>
 #include <fstream>
@@ -77,11 +77,11 @@ TEST_F(pg_orphan, a_severed_call_ends_on_the_server_within_the_client_check_inte
     pqxx_compat::exec_params(lock_tx, "SELECT 1 FROM leases WHERE name = $1 FOR UPDATE", name);
     pqxx::connection watcher{""};
     const auto count = [&](const std::string& where) {
-        return pqxx::nontransaction{watcher}
-            .exec_params1("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 "
-                          "AND " +
-                              where,
-                          app)[0]
+        pqxx::nontransaction tx{watcher};
+        return pqxx_compat::exec_params1(
+                   tx,
+                   "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND " + where,
+                   app)[0]
             .as<int>();
     };
 

@@ -38,7 +38,9 @@ std::thread cancel_after(int pid, std::chrono::milliseconds delay) {
 TEST(SyncRep, ServerWaitsForAStandbyThatNeverAnswers) {
     pqxx::connection c{""};
     pqxx::nontransaction tx{c};
-    EXPECT_EQ(pglease::pqxx_compat::exec1(tx, "SHOW synchronous_standby_names")[0].as<std::string>(), "nobody");
+    EXPECT_EQ(
+        pglease::pqxx_compat::exec1(tx, "SHOW synchronous_standby_names")[0].as<std::string>(),
+        "nobody");
 }
 
 TEST(SyncRep, FencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
@@ -57,7 +59,8 @@ TEST(SyncRep, FencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
         // committed by cancelling its wait for the standby.
         auto canceller = cancel_after(admin.backendpid(), 300ms);
         pqxx::nontransaction tx{admin};
-        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + lease + "', 'me', '1 min')")[0]
+        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + lease +
+                                                    "', 'me', '1 min')")[0]
                     .as<std::int64_t>();
         canceller.join();
     }
@@ -92,7 +95,8 @@ TEST(SyncRep, FastFencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
     {
         auto canceller = cancel_after(admin.backendpid(), 300ms);
         pqxx::nontransaction tx{admin};
-        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + lease + "', 'me', '1 min')")[0]
+        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + lease +
+                                                    "', 'me', '1 min')")[0]
                     .as<std::int64_t>();
         canceller.join();
     }

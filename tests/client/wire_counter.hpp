@@ -106,8 +106,8 @@ private:
                 if (i == 0)
                     parse(buf.data(), static_cast<std::size_t>(n));
                 for (ssize_t off = 0; off < n;) {
-                    const ssize_t w = ::write(fds[1 - i].fd, buf.data() + off,
-                                              static_cast<std::size_t>(n - off));
+                    const ssize_t w =
+                        ::write(fds[1 - i].fd, buf.data() + off, static_cast<std::size_t>(n - off));
                     if (w <= 0)
                         return;
                     off += w;

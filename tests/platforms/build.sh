@@ -15,12 +15,17 @@ pqxx_toolchain "$version"
 extra=()
 if [ "$PQXX_STDLIB" = libc++ ]; then
 	# Debian's libgtest is built for libstdc++: GoogleTest from its sources.
-	extra+=(-DPGLEASE_GTEST_FROM_SOURCE=ON)
+	# Its prometheus-cpp too, and there are no sources of it here: the
+	# command is compiled, not linked (client/cli/CMakeLists.txt).
+	extra+=(-DPGLEASE_GTEST_FROM_SOURCE=ON -DPGLEASE_CLI_LINK=OFF)
 fi
 start=$SECONDS
 rm -rf "$build"
-CXX=$PQXX_CXX CXXFLAGS=$PQXX_CXXFLAGS LDFLAGS=$PQXX_LDFLAGS \
+# The standard library's flags go to C++ and its links only (the C
+# compiler's checks must not see -stdlib).
+CC=$PQXX_CC CXX=$PQXX_CXX CXXFLAGS=$PQXX_CXXFLAGS \
 	cmake -S "$root" -B "$build" -DPGLEASE_CLIENT_ONLY=ON -DPGLEASE_WERROR=ON \
+	-DCMAKE_EXE_LINKER_FLAGS="$PQXX_LDFLAGS" -DCMAKE_SHARED_LINKER_FLAGS="$PQXX_LDFLAGS" \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_STANDARD="$PQXX_STD" \
 	-DPGLEASE_LIBPQXX_PREFIX="$prefix" "${extra[@]}" >"$build.configure.log" 2>&1 ||
 	{ cat "$build.configure.log" >&2; exit 1; }

@@ -168,8 +168,8 @@ using fenced_result_t =
 
 /// run_fenced() under @p bound.
 template <typename F>
-auto run_fenced_bounded(pqxx::connection& conn, const fence_token& token, fence_bound bound,
-                        F&& fn) -> fenced_result_t<F> {
+auto run_fenced_bounded(pqxx::connection& conn, const fence_token& token, fence_bound bound, F&& fn)
+    -> fenced_result_t<F> {
     using result_type = fenced_result_t<F>;
     fenced_scope scope{conn, std::move(bound)};
     try {
@@ -225,9 +225,7 @@ auto run_fenced_bounded(pqxx::connection& conn, const fence_token& token, fence_
 ///   (LS001 stale epoch, LS002 expired/released/revoked): nothing committed.
 /// @throws missing_token (LS003), invalid_argument (22023: an empty or
 ///   oversized lease name, an epoch <= 0; before any I/O in the fenced
-///   block form), and the server's other errors as pglease errors; error
-///   25P02 when the block's COMMIT found it failed (a statement's error
-///   was caught in @p fn): nothing committed.
+///   block form), and the server's other errors as pglease errors.
 /// @throws commit_unknown when the connection broke during COMMIT.
 /// @throws connection_lost when it broke before COMMIT: nothing committed.
 ///

@@ -61,10 +61,9 @@ public:
     /// The caller's transaction, as begin() returned it.
     [[nodiscard]] pqxx::nontransaction& tx() { return *m_tx; }
     /// Commits: ends the caller's transaction object (throws when the
-    /// caller aborted it) and sends COMMIT. Throws pglease::error (25P02)
-    /// when the server answered with ROLLBACK (a statement of the block
-    /// failed and its error was swallowed): nothing committed (libpqxx 7
-    /// and later; 6.4 does not show the answer, as for pqxx::work).
+    /// caller aborted it) and sends COMMIT. A block whose statement failed
+    /// (its error caught by the caller) is rolled back by the server's
+    /// COMMIT, silently, as a pqxx::work's is.
     void commit();
     /// Rolls the block back now (see the destructor).
     void rollback() noexcept;

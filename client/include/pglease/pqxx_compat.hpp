@@ -154,15 +154,9 @@ private:
 /// (not the server's): a common base in 6.4 and 8.x, several in 7.x.
 [[nodiscard]] bool is_library_error(const std::exception& e) noexcept;
 
-/// True when @p commit_result, a COMMIT's, says the server rolled back
-/// instead (the block had failed). libpqxx 6.4 keeps the command tag
-/// private: there it is never known, as with pqxx::work's own COMMIT.
-[[nodiscard]] bool rolled_back(const pqxx::result& commit_result) noexcept;
-
 /// Runs @p sql with $1.. bound to @p args.
 template <typename... Args>
-pqxx::result exec_params(pqxx::transaction_base& tx, const std::string& sql,
-                         const Args&... args) {
+pqxx::result exec_params(pqxx::transaction_base& tx, const std::string& sql, const Args&... args) {
 #if PGLEASE_PQXX_PARAMS
     return tx.exec(sql, pqxx::params{args...});
 #else
@@ -187,15 +181,13 @@ template <typename... Args>
 pqxx::row exec_params1(pqxx::transaction_base& tx, const std::string& sql, const Args&... args) {
     const pqxx::result r = exec_params(tx, sql, args...);
     if (r.size() != 1)
-        throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " +
-                                    sql};
+        throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " + sql};
     return r[0];
 }
 
 /// exec_params() of a statement that returns no rows.
 template <typename... Args>
-pqxx::result exec_params0(pqxx::transaction_base& tx, const std::string& sql,
-                          const Args&... args) {
+pqxx::result exec_params0(pqxx::transaction_base& tx, const std::string& sql, const Args&... args) {
     pqxx::result r = exec_params(tx, sql, args...);
     if (!r.empty())
         throw pqxx::unexpected_rows{"expected no rows, got " + std::to_string(r.size()) + ": " +
@@ -216,8 +208,7 @@ inline pqxx::result exec0(pqxx::transaction_base& tx, const std::string& sql) {
 inline pqxx::row exec1(pqxx::transaction_base& tx, const std::string& sql) {
     const pqxx::result r = tx.exec(sql);
     if (r.size() != 1)
-        throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " +
-                                    sql};
+        throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " + sql};
     return r[0];
 }
 

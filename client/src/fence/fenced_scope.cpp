@@ -55,14 +55,14 @@ struct session_cancel {
 };
 
 const std::shared_ptr<const std::function<void()>>& cancel_for(pqxx_compat::connection& conn,
-                                                                int socket) {
+                                                               int socket) {
     thread_local session_cancel cached;
     const int pid = conn.backendpid();
     if (cached.request && cached.conn == &conn && cached.socket == socket && cached.pid == pid)
         return cached.request;
-    cached = session_cancel{&conn, socket, pid,
-                            std::make_shared<const std::function<void()>>(
-                                pqxx_compat::cancel_request(conn))};
+    cached = session_cancel{
+        &conn, socket, pid,
+        std::make_shared<const std::function<void()>>(pqxx_compat::cancel_request(conn))};
     return cached.request;
 }
 

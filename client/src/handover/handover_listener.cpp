@@ -38,7 +38,7 @@ bool handover_requester::ask(std::string& error) {
             m_session.reset(new session{pqxx::connection{m_conninfo}});
         pqxx::nontransaction tx{m_session->conn};
         pqxx_compat::exec_params(tx, "SELECT pg_catalog.pg_notify($1, $2)", handover_channel,
-                       handover_payload(m_request));
+                                 handover_payload(m_request));
         return true;
     } catch (const std::exception& e) {
         m_session.reset();
@@ -114,11 +114,12 @@ void handover_listener::state::check(pqxx_compat::connection& conn, const std::s
     // lease_handover() itself accepts. The same query sees that its session
     // is still there (it waits for the lease on it).
     pqxx::nontransaction tx{conn};
-    const pqxx::result r =
-        pqxx_compat::exec_params(tx, "SELECT a.usename::text, a.usename = current_user OR coalesce(ro.rolsuper, "
-                       "false), current_user::text FROM pg_catalog.pg_stat_activity a LEFT JOIN "
-                       "pg_catalog.pg_roles ro ON ro.oid = a.usesysid WHERE a.pid = $1",
-                       pid);
+    const pqxx::result r = pqxx_compat::exec_params(
+        tx,
+        "SELECT a.usename::text, a.usename = current_user OR coalesce(ro.rolsuper, "
+        "false), current_user::text FROM pg_catalog.pg_stat_activity a LEFT JOIN "
+        "pg_catalog.pg_roles ro ON ro.oid = a.usesysid WHERE a.pid = $1",
+        pid);
     if (r.empty()) {
         say("ignoring a handover request from " + who + ": that session has gone");
         return;

@@ -7,9 +7,9 @@
 
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
+#include "pglease/pqxx_compat.hpp"
 #include "pq/call_watchdog.hpp"
 #include "pq/event_payload.hpp"
-#include "pglease/pqxx_compat.hpp"
 #include "pq/pq_statements.hpp"
 #include "pq/pqxx_sqlstate.hpp"
 

@@ -52,8 +52,8 @@ void close(connection& conn) noexcept {
 void reopen_if_broken(connection& conn) {
     if (conn.is_open())
         return;
-    // The first activate() after a break only drops the dead handle, the
-    // second connects.
+        // The first activate() after a break only drops the dead handle, the
+        // second connects.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     try {
@@ -188,18 +188,6 @@ bool notice_watch::seen() const noexcept {
 
 void notice_watch::reset() noexcept {
     m_impl->seen = false;
-}
-
-// ---- results -----------------------------------------------------------
-
-bool rolled_back(const pqxx::result& commit_result) noexcept {
-#if PGLEASE_PQXX_6
-    (void)commit_result;
-    return false;
-#else
-    const char* tag = commit_result.cmd_status();
-    return tag != nullptr && std::string_view{tag} == "ROLLBACK";
-#endif
 }
 
 // ---- errors ------------------------------------------------------------
