@@ -35,7 +35,10 @@ set(CPACK_COMPONENT_EXTENSION_DESCRIPTION
 
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libpglease-dev)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "libpqxx-dev, libpq-dev")
+# The libpqxx line the library was built with (client/CMakeLists.txt):
+# Debian 12's libpqxx-dev 6.4, Debian 13's 7.10.
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS
+    "libpqxx-dev (>= ${PGLEASE_PQXX_VERSION}), libpqxx-dev (<< ${PGLEASE_PQXX_NEXT_LINE}), libpq-dev")
 set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
     "pg_lease C++ client library (elector, lease, fenced transactions): headers, static library, CMake package, pkg-config")
 

@@ -15,10 +15,11 @@ namespace {
 using detail::fenced_result_t;
 using detail::takes_fenced_work;
 
-const auto by_dbtransaction = [](pqxx::dbtransaction&) { return 1; };
-const auto by_transaction_base = [](pqxx::transaction_base&) { return std::string{}; };
-const auto generic = [](auto& tx) { return tx.name(); };
-const auto by_work = [](pqxx::work&) { return 2.0; };
+// Used in unevaluated contexts only.
+[[maybe_unused]] const auto by_dbtransaction = [](pqxx::dbtransaction&) { return 1; };
+[[maybe_unused]] const auto by_transaction_base = [](pqxx::transaction_base&) { return std::string{}; };
+[[maybe_unused]] const auto generic = [](auto& tx) { return tx.name(); };
+[[maybe_unused]] const auto by_work = [](pqxx::work&) { return 2.0; };
 
 static_assert(takes_fenced_work<decltype(by_transaction_base)>);
 static_assert(takes_fenced_work<decltype(generic)>);
@@ -33,7 +34,7 @@ static_assert(std::is_same_v<fenced_result_t<decltype(by_work)>, double>);
 // deprecation warning): it names the block's transaction type now.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-const auto by_fenced_work = [](fenced_work&) {};
+[[maybe_unused]] const auto by_fenced_work = [](fenced_work&) {};
 static_assert(takes_fenced_work<decltype(by_fenced_work)>);
 static_assert(std::is_void_v<fenced_result_t<decltype(by_fenced_work)>>);
 static_assert(std::is_base_of_v<pqxx::transaction_base, fenced_work>);

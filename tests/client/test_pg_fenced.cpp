@@ -390,7 +390,7 @@ TEST_F(pg_fenced, the_sessions_own_pg_lease_epoch_is_left_as_it_was) {
             tx.commit();
             return "committed";
         } catch (const pqxx::sql_error& e) {
-            return e.sqlstate();
+            return std::string{e.sqlstate()};
         }
     };
     m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) {

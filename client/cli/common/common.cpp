@@ -94,7 +94,7 @@ int report_error(const std::exception& e) {
     if (const auto* pe = dynamic_cast<const pglease::error*>(&e)) {
         print_error(pe->what(), pe->sqlstate());
     } else if (const auto* se = dynamic_cast<const pqxx::sql_error*>(&e)) {
-        std::string state = se->sqlstate();
+        std::string state{se->sqlstate()};
         // libpqxx 6.4 throws insufficient_privilege without its SQLSTATE.
         if (state.empty() && dynamic_cast<const pqxx::insufficient_privilege*>(&e) != nullptr)
             state = "42501";

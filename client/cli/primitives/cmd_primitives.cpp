@@ -90,7 +90,7 @@ int cmd_renew(const global_options& g, const primitive_args& a) {
             else
                 row = pqxx_compat::exec_params1(tx, sql, a.lease, a.identity, a.epoch, nullptr);
         } catch (const pqxx::sql_error& e) {
-            pglease::throw_for_sqlstate(e.what(), e.sqlstate());
+            pglease::throw_for_sqlstate(e.what(), std::string{e.sqlstate()});
         }
         if (row[0].is_null())
             return not_held(a, "is not held", " (released, revoked, expired or taken over)");

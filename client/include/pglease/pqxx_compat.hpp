@@ -182,7 +182,7 @@ pqxx::row exec_params1(pqxx::transaction_base& tx, const std::string& sql, const
     const pqxx::result r = exec_params(tx, sql, args...);
     if (r.size() != 1)
         throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " + sql};
-    return r[0];
+    return pqxx::row{r[0]};
 }
 
 /// exec_params() of a statement that returns no rows.
@@ -209,7 +209,7 @@ inline pqxx::row exec1(pqxx::transaction_base& tx, const std::string& sql) {
     const pqxx::result r = tx.exec(sql);
     if (r.size() != 1)
         throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " + sql};
-    return r[0];
+    return pqxx::row{r[0]};
 }
 
 } // namespace pglease::pqxx_compat

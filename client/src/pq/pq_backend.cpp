@@ -126,8 +126,9 @@ std::optional<std::int64_t> pq_backend::handover(const std::string& name, const 
                                                  std::int64_t epoch, const std::string& successor) {
     return call("lease_handover", bounded(clock::time_point::max(), m_options.call_timeout),
                 [&]() -> std::optional<std::int64_t> {
-                    const pqxx::field f =
-                        m_session->exec1(m_sql->handover, name, holder, epoch, successor)[0];
+                    const pqxx::row row =
+                        m_session->exec1(m_sql->handover, name, holder, epoch, successor);
+                    const auto f = row[0];
                     if (f.is_null())
                         return std::nullopt;
                     return f.as<std::int64_t>();

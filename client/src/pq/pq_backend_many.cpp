@@ -12,13 +12,15 @@ using detail::interval_text;
 using detail::micros;
 
 /// A lease_status row (pq_statements::status and ::list) as a record.
-lease_record record_of(const pqxx::row& row) {
+/// A row (pqxx::row, or libpqxx 8's row_ref) as a lease record.
+template <typename Row>
+lease_record record_of(const Row& row) {
     lease_record rec;
-    rec.name = row[0].as<std::string>();
-    rec.holder = row[1].as<std::string>();
-    rec.epoch = row[2].as<std::int64_t>();
-    rec.valid = row[3].as<bool>();
-    rec.remaining = std::chrono::microseconds{row[4].as<long long>()};
+    rec.name = row[0].template as<std::string>();
+    rec.holder = row[1].template as<std::string>();
+    rec.epoch = row[2].template as<std::int64_t>();
+    rec.valid = row[3].template as<bool>();
+    rec.remaining = std::chrono::microseconds{row[4].template as<long long>()};
     return rec;
 }
 

@@ -42,7 +42,7 @@ installation pq_backend::installation(clock::time_point deadline) {
                                                             ? std::string{"on the search_path"}
                                                             : "in schema " + m_options.schema),
                         "42P01"};
-        const pqxx::row row = r[0];
+        const pqxx::row row{r[0]};
         pglease::installation out;
         out.schema = row[0].as<std::string>();
         const bool sql = row[1].as<bool>();

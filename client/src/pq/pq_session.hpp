@@ -64,10 +64,12 @@ inline std::string interval_text(std::chrono::milliseconds ttl) {
     return std::to_string(ttl.count()) + " milliseconds";
 }
 
-inline std::optional<std::chrono::microseconds> micros(const pqxx::field& f) {
+/// A field (pqxx::field, or libpqxx 8's field_ref) as microseconds.
+template <typename Field>
+std::optional<std::chrono::microseconds> micros(const Field& f) {
     if (f.is_null())
         return std::nullopt;
-    return std::chrono::microseconds{std::max<long long>(f.as<long long>(), 0)};
+    return std::chrono::microseconds{std::max<long long>(f.template as<long long>(), 0)};
 }
 
 } // namespace detail
@@ -145,7 +147,7 @@ struct pq_backend::session {
         if (r.size() != 1)
             throw pqxx::unexpected_rows{"expected 1 row from " + st.sql + ", got " +
                                         std::to_string(r.size())};
-        return r[0];
+        return pqxx::row{r[0]};
     }
 
     pqxx_compat::owned_connection conn;

@@ -6,7 +6,7 @@ namespace pglease::detail {
 
 std::string sqlstate_of(const pqxx::failure& e) {
     if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e); sql && !sql->sqlstate().empty())
-        return sql->sqlstate();
+        return std::string{sql->sqlstate()};
     if (dynamic_cast<const pqxx::insufficient_privilege*>(&e))
         return "42501";
     if (dynamic_cast<const pqxx::serialization_failure*>(&e))
