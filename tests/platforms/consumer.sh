@@ -31,6 +31,15 @@ check "find_package(pglease) from the installed prefix builds a program (libpqxx
 		-DCMAKE_PREFIX_PATH='$work/prefix;$pqxx_prefix' >'$work/consumer.log' 2>&1 &&
 		cmake --build '$work/build' >>'$work/consumer.log' 2>&1" ||
 	cat "$work/consumer.log" >&2
+cat >"$work/pc.cpp" <<'CPP'
+#include <pglease/pglease.hpp>
+#include <iostream>
+int main() { std::cout << pglease::default_identity() << "\n"; }
+CPP
+check "pkg-config --cflags --libs pglease builds and runs a program (libpqxx $version)" \
+	bash -c "PKG_CONFIG_PATH='$work/prefix/lib/pkgconfig:$pqxx_prefix/lib/pkgconfig' &&
+		export PKG_CONFIG_PATH && $PQXX_CXX -std=c++$PQXX_STD $PQXX_CXXFLAGS '$work/pc.cpp' -o '$work/pc' \
+		\$(pkg-config --cflags --libs pglease) -Wl,-rpath,'$pqxx_prefix/lib' $PQXX_LDFLAGS && '$work/pc' >/dev/null"
 grep -q "$root/client" "$work/build/CMakeCache.txt" 2>/dev/null &&
 	check "the consumer build does not see the source tree" false
 
