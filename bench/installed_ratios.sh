@@ -16,6 +16,9 @@
 #       BUILD_DIR: a configured tree of this repository (default: build);
 #       the script builds the library targets the install needs
 #   bench/installed_ratios.sh build -- --clients 1,4,16 --rounds 5 --seconds 1
+#   PGLEASE_LIBPQXX=7.10.7 bench/installed_ratios.sh build/platforms/7.10.7 -- ...
+#       the same against another libpqxx: a platform build
+#       (tests/platforms/build.sh), its toolchain and libpqxx prefix
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -29,8 +32,17 @@ chmod 0755 "$work"
 # Only the library's component: the extension's install rules name the
 # system's PostgreSQL directories, which --prefix does not move.
 cmake --install "$build" --prefix "$work/prefix" --component development >/dev/null
+toolchain=()
+prefix_path=$work/prefix
+if [ -n "${PGLEASE_LIBPQXX:-}" ]; then
+	source cmake/libpqxx-toolchain.sh
+	pqxx_toolchain "$PGLEASE_LIBPQXX"
+	prefix_path="$prefix_path;$(scripts/libpqxx.sh "$PGLEASE_LIBPQXX")"
+	toolchain=(-DCMAKE_CXX_COMPILER="$PQXX_CXX" -DCMAKE_CXX_FLAGS="$PQXX_CXXFLAGS"
+		-DCMAKE_EXE_LINKER_FLAGS="$PQXX_LDFLAGS" -DCMAKE_CXX_STANDARD="$PQXX_STD")
+fi
 cmake -S bench/installed -B "$work/consumer" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+	-DCMAKE_PREFIX_PATH="$prefix_path" "${toolchain[@]}" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 grep -q "$(pwd)/client" "$work/consumer/CMakeCache.txt" &&
 	{ echo "the consumer build sees the source tree" >&2; exit 1; }
@@ -60,7 +72,7 @@ psql -X -q -c "CREATE EXTENSION pg_lease"
 # The follower: LISTEN pg_lease for the whole run.
 follower_start installed
 
-echo "installed_ratios: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "installed_ratios: $(nproc) cores; libpqxx $(ldd "$work/consumer/installed_ratios" | grep -o 'libpqxx-[0-9.]*\.so' | head -1); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$work/consumer/installed_ratios" "$@"
 echo "installed_ratios: load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 

@@ -29,6 +29,7 @@
 #include "side_by_side.hpp"
 
 #include <pglease/pglease.hpp>
+#include <pglease/pqxx_compat.hpp>
 #include <pqxx/pqxx>
 
 #include <algorithm>
@@ -178,7 +179,7 @@ public:
                 "owner_role name NOT NULL) WITH (fillfactor = 50)");
         tx.exec("CREATE SEQUENCE " + names.plain_seq + " AS bigint MINVALUE 1");
         for (int i = 0; i < clients; ++i)
-            tx.exec_params("INSERT INTO " + names.plain_leases +
+            pglease::pqxx_compat::exec_params(tx, "INSERT INTO " + names.plain_leases +
                                " SELECT $1 || k, NULL, 1, now(), now(), now(), '60 s', 0, "
                                "current_user FROM generate_series(0, $2 - 1) k",
                            names.cycle_lease_prefix(i), cycle_leases_per_client);
@@ -186,7 +187,7 @@ public:
             tx.exec("CREATE TABLE " + t +
                     " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text NOT NULL, "
                     "epoch bigint)");
-        tx.exec_params("SELECT lease_fence($1::regclass, $2)", names.fenced, names.fence_lease);
+        pglease::pqxx_compat::exec_params(tx, "SELECT lease_fence($1::regclass, $2)", names.fenced, names.fence_lease);
         tx.commit();
     }
     scratch_tables(const scratch_tables&) = delete;
@@ -206,7 +207,7 @@ public:
     /// renew's baseline rows: copies of the clients' held leases (same holder, epoch, ttl).
     void copy_renew_leases() {
         pqxx::work tx{m_admin};
-        tx.exec_params("INSERT INTO " + m_names.bare +
+        pglease::pqxx_compat::exec_params(tx, "INSERT INTO " + m_names.bare +
                            " SELECT * FROM leases WHERE starts_with(name, $1 || 'renew_')",
                        m_names.prefix);
         tx.commit();
@@ -240,7 +241,7 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
     };
     const body bare_renew = [](client& c) {
         pqxx::nontransaction tx{c.conn};
-        const pqxx::result r = tx.exec_prepared("bare_renew", c.renew_lease.name(),
+        const pqxx::result r = pglease::pqxx_compat::exec_prepared(tx, "bare_renew", c.renew_lease.name(),
                                                 c.renew_lease.identity(), c.renew_lease.epoch());
         if (r.size() != 1)
             throw check_failed{"bare renew of " + c.renew_lease.name() + " matched no row"};
@@ -256,18 +257,18 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
     const body plain_cycle = [](client& c) {
         const pglease::lease& l = c.cycle_lease();
         pqxx::nontransaction tx{c.conn};
-        if (tx.exec_prepared("plain_acquire", l.name(), l.identity()).size() != 1)
+        if (pglease::pqxx_compat::exec_prepared(tx, "plain_acquire", l.name(), l.identity()).size() != 1)
             throw check_failed{"plain acquire of " + l.name() + " matched no row"};
-        if (tx.exec_prepared("plain_release", l.name(), l.identity()).size() != 1)
+        if (pglease::pqxx_compat::exec_prepared(tx, "plain_release", l.name(), l.identity()).size() != 1)
             throw check_failed{"plain release of " + l.name() + " matched no row"};
     };
     const body sql_cycle = [](client& c) {
         const pglease::lease& l = c.cycle_lease();
         pqxx::nontransaction tx{c.conn};
-        const pqxx::row granted = tx.exec_prepared1("sql_acquire", l.name(), l.identity());
+        const pqxx::row granted = pglease::pqxx_compat::exec_prepared1(tx, "sql_acquire", l.name(), l.identity());
         if (!granted[0].as<bool>())
             throw check_failed{"lease_acquire of " + l.name() + " refused"};
-        if (!tx.exec_prepared1("sql_release", l.name(), l.identity(),
+        if (!pglease::pqxx_compat::exec_prepared1(tx, "sql_release", l.name(), l.identity(),
                                granted[1].as<std::int64_t>())[0]
                  .as<bool>())
             throw check_failed{"lease_release of " + l.name() + " refused"};
@@ -281,28 +282,28 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
         "BEGIN; SET LOCAL pg_lease.epoch = '" + std::to_string(epoch) + "'";
     const body plain_work = [&](client& c) {
         pqxx::work tx{c.conn};
-        tx.exec_prepared0("unfenced", payload, epoch);
+        pglease::pqxx_compat::exec_prepared0(tx, "unfenced", payload, epoch);
         tx.commit();
     };
     const body fast = [&](client& c) {
         fence.run_fenced(c.conn,
-                         [&](pqxx::transaction_base& tx) { tx.exec_prepared0("fenced", payload); });
+                         [&](pqxx::transaction_base& tx) { pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload); });
     };
     const body old = [&](client& c) {
-        fence.run_fenced(c.conn, [&](pqxx::work& tx) { tx.exec_prepared0("fenced", payload); });
+        fence.run_fenced(c.conn, [&](pqxx::work& tx) { pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload); });
     };
     // The same three round trips written by hand, without the library: the
     // trigger's and lease_use's cost on the server, and none of the client's.
     const body by_hand = [&](client& c) {
         pqxx::nontransaction tx{c.conn};
         tx.exec(begin_use);
-        tx.exec_prepared0("fenced", payload);
+        pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload);
         tx.exec("COMMIT");
     };
     const body by_hand_set = [&](client& c) {
         pqxx::nontransaction tx{c.conn};
         tx.exec(begin_set);
-        tx.exec_prepared0("fenced", payload);
+        pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload);
         tx.exec("COMMIT");
     };
 

@@ -175,6 +175,28 @@ pqxx::result exec_prepared(pqxx::transaction_base& tx, const std::string& name,
 #endif
 }
 
+/// exec_prepared() of a statement that returns exactly one row: that row.
+template <typename... Args>
+pqxx::row exec_prepared1(pqxx::transaction_base& tx, const std::string& name,
+                         const Args&... args) {
+    const pqxx::result r = exec_prepared(tx, name, args...);
+    if (r.size() != 1)
+        throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " +
+                                    name};
+    return pqxx::row{r[0]};
+}
+
+/// exec_prepared() of a statement that returns no rows.
+template <typename... Args>
+pqxx::result exec_prepared0(pqxx::transaction_base& tx, const std::string& name,
+                            const Args&... args) {
+    pqxx::result r = exec_prepared(tx, name, args...);
+    if (!r.empty())
+        throw pqxx::unexpected_rows{"expected no rows, got " + std::to_string(r.size()) + ": " +
+                                    name};
+    return r;
+}
+
 /// exec_params() of a statement that returns exactly one row: that row
 /// (pqxx::unexpected_rows otherwise).
 template <typename... Args>
