@@ -15,6 +15,8 @@ demo=(
 )
 test=(
 	"${demo[@]}" clang postgresql-contrib
+	# tests/platforms: libpqxx 8 (C++20, <format>) builds with clang-16 and libc++-16
+	clang-16 libc++-16-dev libc++abi-16-dev
 	googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev libfmt-dev
 	libfaketime pgbouncer procps iproute2 nftables python3
 	etcd-server etcd-client redis-server redis-tools
