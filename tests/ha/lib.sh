@@ -38,7 +38,7 @@ ha_deps()
 	[ ${#missing[@]} -eq 0 ] && return 0
 	[ "$(id -u)" -eq 0 ] || { echo "ha: missing ${missing[*]} (run as root to install)" >&2; return 1; }
 	ha_log "installing ${missing[*]}"
-	apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	"$(dirname "${BASH_SOURCE[0]}")/../../scripts/apt-install.sh" "${missing[@]}" >/dev/null
 }
 
 ha_as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"; }

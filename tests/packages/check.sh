@@ -24,7 +24,7 @@ check "cpack built the three packages ($names)" test "$names" = "libpglease-dev 
 depends=$(dpkg-deb -f "$work"/debs/libpglease-dev_*.deb Depends)
 check "libpglease-dev depends on the libpqxx line it was built with ($depends)" \
 	grep -qE "libpqxx-dev \(>= $(pkg-config --modversion libpqxx)\), libpqxx-dev \(<< [0-9]+\.[0-9]+\)" <<<"$depends"
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --reinstall --no-install-recommends \
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --reinstall --no-install-recommends \
 	"${debs[@]}" >"$work/apt.log" 2>&1 || { cat "$work/apt.log"; exit 1; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 for p in libpglease-dev pglease postgresql-15-pg-lease; do

@@ -175,63 +175,56 @@ pqxx::result exec_prepared(pqxx::transaction_base& tx, const std::string& name,
 #endif
 }
 
+/// The one row of @p r (from @p what); pqxx::unexpected_rows otherwise.
+inline pqxx::row only_row(const pqxx::result& r, const std::string& what) {
+    if (r.size() != 1)
+        throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " +
+                                    what};
+    return pqxx::row{r[0]}; // a row_ref in libpqxx 8
+}
+
+/// @p r (from @p what), which must have no rows; pqxx::unexpected_rows otherwise.
+inline pqxx::result no_rows(pqxx::result r, const std::string& what) {
+    if (!r.empty())
+        throw pqxx::unexpected_rows{"expected no rows, got " + std::to_string(r.size()) + ": " +
+                                    what};
+    return r;
+}
+
 /// exec_prepared() of a statement that returns exactly one row: that row.
 template <typename... Args>
 pqxx::row exec_prepared1(pqxx::transaction_base& tx, const std::string& name,
                          const Args&... args) {
-    const pqxx::result r = exec_prepared(tx, name, args...);
-    if (r.size() != 1)
-        throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " +
-                                    name};
-    return pqxx::row{r[0]};
+    return only_row(exec_prepared(tx, name, args...), name);
 }
 
 /// exec_prepared() of a statement that returns no rows.
 template <typename... Args>
 pqxx::result exec_prepared0(pqxx::transaction_base& tx, const std::string& name,
                             const Args&... args) {
-    pqxx::result r = exec_prepared(tx, name, args...);
-    if (!r.empty())
-        throw pqxx::unexpected_rows{"expected no rows, got " + std::to_string(r.size()) + ": " +
-                                    name};
-    return r;
+    return no_rows(exec_prepared(tx, name, args...), name);
 }
 
-/// exec_params() of a statement that returns exactly one row: that row
-/// (pqxx::unexpected_rows otherwise).
+/// exec_params() of a statement that returns exactly one row: that row.
 template <typename... Args>
 pqxx::row exec_params1(pqxx::transaction_base& tx, const std::string& sql, const Args&... args) {
-    const pqxx::result r = exec_params(tx, sql, args...);
-    if (r.size() != 1)
-        throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " + sql};
-    return pqxx::row{r[0]};
+    return only_row(exec_params(tx, sql, args...), sql);
 }
 
 /// exec_params() of a statement that returns no rows.
 template <typename... Args>
 pqxx::result exec_params0(pqxx::transaction_base& tx, const std::string& sql, const Args&... args) {
-    pqxx::result r = exec_params(tx, sql, args...);
-    if (!r.empty())
-        throw pqxx::unexpected_rows{"expected no rows, got " + std::to_string(r.size()) + ": " +
-                                    sql};
-    return r;
+    return no_rows(exec_params(tx, sql, args...), sql);
 }
 
 /// Runs @p sql, which must return no rows.
 inline pqxx::result exec0(pqxx::transaction_base& tx, const std::string& sql) {
-    pqxx::result r = tx.exec(sql);
-    if (!r.empty())
-        throw pqxx::unexpected_rows{"expected no rows, got " + std::to_string(r.size()) + ": " +
-                                    sql};
-    return r;
+    return no_rows(tx.exec(sql), sql);
 }
 
 /// Runs @p sql, which must return exactly one row: that row.
 inline pqxx::row exec1(pqxx::transaction_base& tx, const std::string& sql) {
-    const pqxx::result r = tx.exec(sql);
-    if (r.size() != 1)
-        throw pqxx::unexpected_rows{"expected 1 row, got " + std::to_string(r.size()) + ": " + sql};
-    return pqxx::row{r[0]};
+    return only_row(tx.exec(sql), sql);
 }
 
 } // namespace pglease::pqxx_compat

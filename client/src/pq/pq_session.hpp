@@ -143,11 +143,7 @@ struct pq_backend::session {
     /// exec() of a statement that returns exactly one row: that row.
     template <typename... Args>
     pqxx::row exec1(const detail::statement& st, const Args&... args) {
-        const pqxx::result r = exec(st, args...);
-        if (r.size() != 1)
-            throw pqxx::unexpected_rows{"expected 1 row from " + st.sql + ", got " +
-                                        std::to_string(r.size())};
-        return pqxx::row{r[0]};
+        return pqxx_compat::only_row(exec(st, args...), st.sql);
     }
 
     pqxx_compat::owned_connection conn;
