@@ -10,7 +10,7 @@
 ///   transaction;
 /// - run_fenced: one INSERT per transaction, a plain pqxx::work (BEGIN, INSERT, COMMIT) into an
 ///   unfenced table against pglease::run_fenced into a fenced table of the same shape, in its
-///   one-round-trip form (fenced_work: the callable takes pqxx::transaction_base&) and in its
+///   one-round-trip form (the fenced block: the callable takes pqxx::transaction_base&) and in its
 ///   pqxx::work& form (lease_use a statement of its own), and the same three round trips written
 ///   by hand without the library (the token declared by lease_use, and by SET LOCAL
 ///   pg_lease.epoch).
@@ -312,7 +312,7 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
         // issue 24: >= 0.8x at 1 and 4 clients, >= 0.7x at 16 (one threshold here: the stricter)
         {"cycle", "lease.acquire() + lease.release() vs two plain UPDATEs", 0.8, {}},
         // issue 23: >= 0.92x at 1, 4 and 16 clients
-        {"run_fenced", "run_fenced (fenced_work) vs a plain pqxx::work", 0.92, {}}};
+        {"run_fenced", "run_fenced (the fenced block) vs a plain pqxx::work", 0.92, {}}};
     const auto kept = [&](const auto& g) { return only.empty() || g.key == only; };
     results.erase(std::remove_if(results.begin(), results.end(), std::not_fn(kept)), results.end());
     for (const int n : counts) {
@@ -330,7 +330,7 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
             {"run_fenced",
              "tx",
              {{"plain pqxx::work: BEGIN, INSERT, COMMIT (baseline)", plain_work},
-              {"run_fenced, fenced_work (3 round trips)", fast},
+              {"run_fenced, the fenced block (3 round trips)", fast},
               {"run_fenced, pqxx::work& (4 round trips)", old},
               {"by hand: BEGIN+lease_use in one query, INSERT, COMMIT", by_hand},
               {"by hand: BEGIN+SET LOCAL pg_lease.epoch in one query, INSERT, COMMIT",

@@ -72,7 +72,7 @@ q "BEGIN; SELECT lease_use('pool', $epoch); INSERT INTO ledger VALUES (3, NULL);
 refused=$(q "INSERT INTO ledger VALUES (4, NULL)" 2>&1 || true)
 check "the next client on the same server connection carries no token (LS003)" \
 	grep -q "carries no fencing token" <<<"$refused"
-# the client's run_fenced (fenced_work) declares its token this way, in its BEGIN
+# the client's run_fenced (its fenced block) declares its token this way, in its BEGIN
 q "BEGIN; SET LOCAL pg_lease.epoch = '$epoch'; INSERT INTO ledger VALUES (6, NULL); COMMIT;" >/dev/null
 refused=$(q "INSERT INTO ledger VALUES (7, NULL)" 2>&1 || true)
 check "after SET LOCAL pg_lease.epoch the next client carries no token (LS003)" \
