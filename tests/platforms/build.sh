@@ -21,13 +21,14 @@ if [ "$PQXX_STDLIB" = libc++ ]; then
 fi
 start=$SECONDS
 rm -rf "$build"
+mkdir -p "$build"
 # The standard library's flags go to C++ and its links only (the C
 # compiler's checks must not see -stdlib).
 CC=$PQXX_CC CXX=$PQXX_CXX CXXFLAGS=$PQXX_CXXFLAGS \
 	cmake -S "$root" -B "$build" -DPGLEASE_CLIENT_ONLY=ON -DPGLEASE_WERROR=ON \
 	-DCMAKE_EXE_LINKER_FLAGS="$PQXX_LDFLAGS" -DCMAKE_SHARED_LINKER_FLAGS="$PQXX_LDFLAGS" \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_STANDARD="$PQXX_STD" \
-	-DPGLEASE_LIBPQXX_PREFIX="$prefix" "${extra[@]}" >"$build.configure.log" 2>&1 ||
-	{ cat "$build.configure.log" >&2; exit 1; }
+	-DPGLEASE_LIBPQXX_PREFIX="$prefix" "${extra[@]}" >"$build/configure.log" 2>&1 ||
+	{ cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)"
 echo "platforms: libpqxx $version ($PQXX_CXX, $PQXX_STDLIB, C++$PQXX_STD) built in $((SECONDS - start)) s"
