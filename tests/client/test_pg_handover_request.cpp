@@ -54,6 +54,9 @@ TEST_F(pg_handover_request, a_new_elector_is_handed_the_lease_after_the_old_work
     tb.self = &b;
     b.start();
     ASSERT_TRUE(eventually([&] { return tb.started > 0; }, 10s));
+    // The old elector records the outcome once lease_handover has returned,
+    // which may be after the successor, woken by the commit, has started.
+    ASSERT_TRUE(eventually([&] { return a.last_handover().has_value(); }, 5s));
     const auto handed = a.last_handover();
     ASSERT_TRUE(handed.has_value());
     EXPECT_TRUE(handed->ok()) << handed->message;
