@@ -6,6 +6,7 @@
 /// gone with the transaction while the session's own pg_lease.epoch stays,
 /// the token's checks and a broken connection mapped as before, the
 /// pqxx::work& form still working.
+#include "pg_fenced_fixture.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/fence.hpp"
@@ -58,36 +59,6 @@ int server_port() {
     const char* port = std::getenv("PGPORT");
     return port != nullptr ? std::atoi(port) : 5432;
 }
-
-class pg_fenced : public pg_test {
-protected:
-    /// A lease held by a fresh holder, its token, and a table it fences.
-    void SetUp() override {
-        pg_test::SetUp();
-        m_name = unique_name("fast");
-        m_table = unique_name("fast_tbl");
-        make_fenced_table(m_table, m_name);
-        m_db = std::make_unique<pq_backend>(env_options("fenced-holder"));
-        lease_options o;
-        o.ttl = 30s;
-        m_lease = std::make_unique<lease>(*m_db, m_name, o);
-        ASSERT_TRUE(m_lease->acquire());
-    }
-
-    [[nodiscard]] std::string insert(const std::string& note) {
-        return "INSERT INTO " + admin().quote_name(m_table) + " (note) VALUES ('" + note + "')";
-    }
-
-    [[nodiscard]] long rows() {
-        pqxx::nontransaction q{admin()};
-        return pqxx_compat::exec1(q, "SELECT count(*) FROM " + q.quote_name(m_table))[0].as<long>();
-    }
-
-    std::string m_name;
-    std::string m_table;
-    std::unique_ptr<pq_backend> m_db;
-    std::unique_ptr<lease> m_lease;
-};
 
 TEST_F(pg_fenced, the_fast_form_makes_as_many_round_trips_as_a_plain_work) {
     wire_counter wire{server_port()};
@@ -286,61 +257,6 @@ TEST_F(pg_fenced, lease_names_with_quotes_and_backslashes_are_quoted) {
     const auto r = pqxx_compat::exec1(q, "SELECT count(*), max(epoch) FROM " + q.quote_name(table));
     EXPECT_EQ(r[0].as<long>(), 1);
     EXPECT_EQ(r[1].as<std::int64_t>(), l.epoch());
-}
-
-TEST_F(pg_fenced, a_connection_found_broken_at_begin_is_reopened_where_libpqxx_can) {
-    pqxx::connection app{"application_name=fenced-broken"};
-    m_lease->run_fenced(app,
-                        [&](pqxx::transaction_base& tx) { pqxx_compat::exec0(tx, insert("one")); });
-    ASSERT_EQ(terminate("fenced-broken"), 1); // the idle session dies
-    // libpq still believes the session open: the BEGIN finds it broken.
-    const auto two = [&] {
-        m_lease->run_fenced(
-            app, [&](pqxx::transaction_base& tx) { pqxx_compat::exec0(tx, insert("two")); });
-    };
-    if constexpr (pqxx_compat::reopens) {
-        two(); // libpqxx 6.4 reopens it, and the BEGIN is tried again
-        EXPECT_EQ(rows(), 2);
-    } else {
-        // From libpqxx 7 a broken connection stays closed: nothing sent.
-        EXPECT_THROW(two(), connection_lost);
-        EXPECT_FALSE(app.is_open());
-        EXPECT_THROW(two(), connection_lost);
-        EXPECT_EQ(rows(), 1);
-    }
-}
-
-TEST_F(pg_fenced, a_block_the_callable_aborted_is_rolled_back_and_the_session_stays_clean) {
-    pqxx::connection app{""};
-    EXPECT_ANY_THROW(m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) {
-        pqxx_compat::exec0(tx, insert("aborted"));
-        tx.abort();
-    }));
-    EXPECT_EQ(rows(), 0);
-    m_lease->run_fenced(
-        app, [&](pqxx::transaction_base& tx) { pqxx_compat::exec0(tx, insert("next")); });
-    EXPECT_EQ(rows(), 1);
-}
-
-TEST_F(pg_fenced, a_block_whose_statement_failed_commits_nothing_even_when_the_error_was_caught) {
-    pqxx::connection app{""};
-    const auto swallowed = [&] {
-        m_lease->run_fenced(app, [&](pqxx::transaction_base& tx) {
-            pqxx_compat::exec0(tx, insert("before"));
-            try {
-                tx.exec("SELECT 1/0");
-            } catch (const pqxx::sql_error&) {
-                // swallowed: the server's block is failed now
-            }
-        });
-    };
-    // The server answers COMMIT with ROLLBACK; libpqxx keeps that answer
-    // private (as for pqxx::work), so the call returns: nothing committed.
-    swallowed();
-    EXPECT_EQ(rows(), 0);
-    m_lease->run_fenced(
-        app, [&](pqxx::transaction_base& tx) { pqxx_compat::exec0(tx, insert("next")); });
-    EXPECT_EQ(rows(), 1);
 }
 
 TEST_F(pg_fenced, a_connection_lost_inside_the_transaction_is_connection_lost) {
