@@ -17,13 +17,18 @@
 #       the script builds the library targets the install needs
 #   bench/installed_ratios.sh build -- --clients 1,4,16 --rounds 5 --seconds 1
 #   PGLEASE_LIBPQXX=7.10.7 bench/installed_ratios.sh build/platforms/7.10.7 -- ...
-#       the same against another libpqxx: a platform build
-#       (tests/platforms/build.sh), its toolchain and libpqxx prefix
+#       the same against another libpqxx: a platform build, optimized
+#       (PGLEASE_PLATFORM_BUILD_TYPE=RelWithDebInfo tests/platforms/build.sh),
+#       its toolchain and libpqxx prefix
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = -- ] && shift
+case "$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")" in
+Release | RelWithDebInfo) ;;
+*) echo "$build is not an optimized build (CMAKE_BUILD_TYPE Release or RelWithDebInfo)" >&2; exit 1 ;;
+esac
 # What `cmake --install --component development` installs: both libraries
 # (a no-op when they are up to date).
 cmake --build "$build" --target pglease_client pglease_testing >/dev/null

@@ -3,6 +3,9 @@
 # lacks, builds everything from scratch with warnings as errors, installs
 # the extension, starts a throwaway PostgreSQL on a free loopback port, runs
 # every suite through CTest, and stops the server whatever happens.  The
+# suites run side by side, nproc + 1 at a time (PGLEASE_TEST_JOBS=N to
+# choose; 1 runs them one by one): cmake/test_schedule.cmake says which
+# must not share the server, the cores or a major's tree.  The
 # suites of PostgreSQL 13, 17 and 18 (tests/majors) fetch those majors once
 # through scripts/pg-major.sh, cached in /var/cache/pglease/majors.
 #
@@ -29,7 +32,8 @@ psql -X -q -c "CREATE EXTENSION pg_lease"
 echo "test server: PGHOST=$PGHOST PGPORT=$PGPORT"
 
 status=0
-ctest --test-dir "$build" --output-on-failure --timeout 600 "$@" || status=$?
+jobs=${PGLEASE_TEST_JOBS:-$(($(nproc) + 1))}
+ctest --test-dir "$build" --output-on-failure --timeout 600 -j "$jobs" "$@" || status=$?
 if [ $status -ne 0 ] && [ -f regress/regression.diffs ]; then
 	head -200 regress/regression.diffs
 fi

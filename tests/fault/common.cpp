@@ -12,11 +12,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 extern char** environ;
 
@@ -199,6 +203,25 @@ static int first_ephemeral_port() {
     return low;
 }
 
+// Suites run side by side (ctest -j): a port is claimed before it is
+// handed out, as a directory (created atomically) that the other suites'
+// pickers skip for an hour (tests/harness/free_port.sh, pg_port_claim).
+static bool claim_port(int port) {
+    namespace fs = std::filesystem;
+    const char* env = std::getenv("PG_PORT_CLAIMS");
+    const fs::path dir{env != nullptr && *env != '\0' ? env : "/tmp/pglease-ports"};
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    const fs::path claim = dir / std::to_string(port);
+    if (fs::create_directory(claim, ec))
+        return true;
+    const auto age = fs::file_time_type::clock::now() - fs::last_write_time(claim, ec);
+    if (ec || age < std::chrono::hours{1})
+        return false;
+    fs::remove(claim, ec); // an earlier run's claim
+    return fs::create_directory(claim, ec);
+}
+
 int free_port() {
     static std::mt19937 rng{static_cast<unsigned>(mono_ns()) ^ static_cast<unsigned>(getpid())};
     std::uniform_int_distribution<int> pick{10000, first_ephemeral_port() - 1};
@@ -213,7 +236,7 @@ int free_port() {
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         const int rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
         ::close(fd);
-        if (rc == 0)
+        if (rc == 0 && claim_port(port))
             return port;
     }
     throw std::runtime_error("no free loopback port");

@@ -19,6 +19,11 @@ if [ "$PQXX_STDLIB" = libc++ ]; then
 	# command is compiled, not linked (client/cli/CMakeLists.txt).
 	extra+=(-DPGLEASE_GTEST_FROM_SOURCE=ON -DPGLEASE_CLI_LINK=OFF)
 fi
+# Unoptimized and without debug information by default (a third less
+# time): these builds check that the code compiles warning-free and that
+# its suites pass on that libpqxx; the optimized build is the main one.
+# Benchmarks (bench/installed_ratios.sh) need PGLEASE_PLATFORM_BUILD_TYPE=RelWithDebInfo.
+build_type=${PGLEASE_PLATFORM_BUILD_TYPE:-None}
 start=$SECONDS
 rm -rf "$build"
 mkdir -p "$build"
@@ -27,8 +32,8 @@ mkdir -p "$build"
 CC=$PQXX_CC CXX=$PQXX_CXX CXXFLAGS=$PQXX_CXXFLAGS \
 	cmake -S "$root" -B "$build" -DPGLEASE_CLIENT_ONLY=ON -DPGLEASE_WERROR=ON \
 	-DCMAKE_EXE_LINKER_FLAGS="$PQXX_LDFLAGS" -DCMAKE_SHARED_LINKER_FLAGS="$PQXX_LDFLAGS" \
-	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_STANDARD="$PQXX_STD" \
+	-DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_STANDARD="$PQXX_STD" \
 	-DPGLEASE_LIBPQXX_PREFIX="$prefix" "${extra[@]}" >"$build/configure.log" 2>&1 ||
 	{ cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)"
-echo "platforms: libpqxx $version ($PQXX_CXX, $PQXX_STDLIB, C++$PQXX_STD) built in $((SECONDS - start)) s"
+echo "platforms: libpqxx $version ($PQXX_CXX, $PQXX_STDLIB, C++$PQXX_STD, $build_type) built in $((SECONDS - start)) s"

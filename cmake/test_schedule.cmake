@@ -1,0 +1,67 @@
+# How the suites share the machine when CTest runs them side by side
+# (scripts/test.sh runs `ctest -j`, nproc + 1 at once): one table for every
+# suite, applied by pglease_schedule_tests() at the end of each
+# CMakeLists.txt that adds tests. Most suites start clusters of their own
+# and spend their time waiting (on servers, timeouts, fault phases), so
+# they run beside each other. What they must not share:
+#
+#   main_server  the server scripts/test.sh starts: its suites run one at
+#                a time (they time renewals and step-downs on it);
+#   cpu          builds, fuzzers, benchmarks and package builds take whole
+#                cores: one at a time, and a build counts as two slots;
+#   major_N      scripts/pg-major.sh's tree of PostgreSQL N (its build
+#                folder and installed pg_lease): one suite of N at a time;
+#   dpkg         the system's package database (suites that install, or
+#                hold its lock on purpose).
+#
+# COST starts the long suites first (a fresh clone has no timings yet);
+# CTest then keeps its own measured costs in Testing/Temporary.
+
+# pglease_schedule_tests(): the properties of this directory's tests.
+function(pglease_schedule_tests)
+    get_property(tests DIRECTORY PROPERTY TESTS)
+    foreach(test IN LISTS tests)
+        set(locks)
+        set(props)
+        # The test command's server.
+        if(test MATCHES "^cli\\.(run_|status_|primitives$|usage$|fence$)"
+                AND NOT test MATCHES "^cli\\.(run_connect|run_http)$")
+            list(APPEND locks main_server)
+        elseif(test MATCHES "^(extension\\.pg_regress_and_isolation|platforms\\.(suites|package)\\..*)$")
+            list(APPEND locks main_server)
+        endif()
+        # Whole cores.
+        if(test MATCHES "^(fuzz|bench)\\.|^platforms\\.headers$|^packages\\.")
+            list(APPEND locks cpu)
+        elseif(test MATCHES "^platforms\\.build\\.")
+            list(APPEND locks cpu)
+            list(APPEND props PROCESSORS 2)
+        endif()
+        # Another major's tree.
+        if(test MATCHES "^(majors|packages\\.major|sql_edition\\.[a-z_]+)\\.([0-9]+)$")
+            list(APPEND locks major_${CMAKE_MATCH_2})
+        endif()
+        # Suites that take dpkg's lock (or install what they lack).
+        if(test MATCHES "^(deps\\.apt_lock_wait|packages\\.install|examples\\.languages|ha\\.short)$")
+            list(APPEND locks dpkg)
+        endif()
+        # Seconds on a quiet 2-core machine, rounded: the longest first.
+        if(test STREQUAL "fault.short")
+            list(APPEND props COST 600)
+        elseif(test MATCHES "^platforms\\.build\\.")
+            list(APPEND props COST 500)
+        elseif(test MATCHES "^majors\\.")
+            list(APPEND props COST 300)
+        elseif(test MATCHES "^(platforms\\.suites\\.|bench\\.peers_smoke$)")
+            list(APPEND props COST 220)
+        elseif(test MATCHES "^sql_edition\\.(cli|client)")
+            list(APPEND props COST 140)
+        endif()
+        if(locks)
+            set_property(TEST ${test} APPEND PROPERTY RESOURCE_LOCK ${locks})
+        endif()
+        if(props)
+            set_tests_properties(${test} PROPERTIES ${props})
+        endif()
+    endforeach()
+endfunction()
