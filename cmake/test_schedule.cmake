@@ -7,8 +7,10 @@
 #
 #   main_server  the server scripts/test.sh starts: its suites run one at
 #                a time (they time renewals and step-downs on it);
-#   cpu          builds, fuzzers, benchmarks and package builds take whole
-#                cores: one at a time, and a build counts as two slots;
+#   cores        builds, fuzzers, benchmarks and package builds take whole
+#                cores, and the fault suites judge liveness by bounds that
+#                a starved core breaks (fault.short failed beside a build):
+#                one of these at a time, and a build counts as two slots;
 #   major_N      scripts/pg-major.sh's tree of PostgreSQL N (its build
 #                folder and installed pg_lease): one suite of N at a time;
 #   dpkg         the system's package database (suites that install, or
@@ -31,10 +33,10 @@ function(pglease_schedule_tests)
             list(APPEND locks main_server)
         endif()
         # Whole cores.
-        if(test MATCHES "^(fuzz|bench)\\.|^platforms\\.headers$|^packages\\.")
-            list(APPEND locks cpu)
+        if(test MATCHES "^(fuzz|bench|fault)\\.|^(platforms\\.headers|net\\.group)$|^packages\\.")
+            list(APPEND locks cores)
         elseif(test MATCHES "^platforms\\.build\\.")
-            list(APPEND locks cpu)
+            list(APPEND locks cores)
             list(APPEND props PROCESSORS 2)
         endif()
         # Another major's tree.
@@ -46,10 +48,12 @@ function(pglease_schedule_tests)
             list(APPEND locks dpkg)
         endif()
         # Seconds on a quiet 2-core machine, rounded: the longest first.
-        if(test STREQUAL "fault.short")
+        # The platform builds go before fault.short (they share cores), as
+        # the platform suites wait for them.
+        if(test MATCHES "^platforms\\.build\\.")
+            list(APPEND props COST 700)
+        elseif(test STREQUAL "fault.short")
             list(APPEND props COST 600)
-        elseif(test MATCHES "^platforms\\.build\\.")
-            list(APPEND props COST 500)
         elseif(test MATCHES "^majors\\.")
             list(APPEND props COST 300)
         elseif(test MATCHES "^(platforms\\.suites\\.|bench\\.peers_smoke$)")
