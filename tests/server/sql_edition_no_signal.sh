@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The SQL edition where it may not end a stalled writer: its owner, a
+# database owner who is no superuser, has no pg_signal_backend, and the
+# stalled writer is another role's (docs/sql.md). A change of holder behind
+# that writer waits pg_lease.takeover_timeout, is refused when it tries to
+# end the writer (a WARNING naming the backend), waits out the bound
+# (takeover_timeout + 5 s) and fails with 55P03: no new grant and no new
+# epoch, so the stalled writer still commits, under the grant it holds the
+# lock of. Once it has, the change goes through. Timing bounds are
+# generous; every wait is bounded.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../harness/pg_cluster.sh"
+source "$here/lib.sh"
+
+pg_cluster_start sql_edition_no_signal
+work=$PG_CLUSTER_ROOT
+q "CREATE ROLE app_owner LOGIN" >/dev/null
+q "CREATE ROLE app_user LOGIN" >/dev/null
+q "CREATE DATABASE app OWNER app_owner" >/dev/null
+python3 "$here/../../scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
+
+export PGDATABASE=app PGUSER=app_owner
+check "the database owner (no superuser) installs the SQL edition with psql -f" \
+	psql -X -q -v ON_ERROR_STOP=1 -f "$work/pg_lease_sql.sql"
+check "the owner is no superuser, not a member of pg_signal_backend nor of app_user" \
+	test "$(q "SELECT rolsuper::text || pg_has_role('app_owner', 'pg_signal_backend', 'MEMBER')::text
+		|| pg_has_role('app_owner', 'app_user', 'MEMBER')::text FROM pg_roles WHERE rolname = current_user")" = falsefalsefalse
+q "CREATE TABLE jobs (id int PRIMARY KEY, note text, epoch bigint)" >/dev/null
+q "SELECT lease_fence('jobs', 'tk')" >/dev/null
+q "GRANT SELECT, INSERT, UPDATE ON jobs TO app_user" >/dev/null
+q "INSERT INTO lease_sql_settings VALUES ('pg_lease.takeover_timeout', '1s')" >/dev/null
+as_user() { PGUSER=app_user q "$1"; }
+
+# --- a stalled writer of app_user's, under a grant that expires ---------------
+e1=$(as_user "SELECT epoch FROM lease_acquire('tk', 'stalled', '1s')")
+# It writes under the grant, then waits idle in its transaction until the
+# takeover below is over ($work/go, at most 60 s), and commits.
+PGUSER=app_user psql -X -q -A -t -v ON_ERROR_STOP=1 >"$work/stall.out" 2>&1 <<SQL &
+\o $work/stall.pid
+SELECT pg_backend_pid();
+\o
+BEGIN;
+SELECT lease_use('tk', $e1);
+INSERT INTO jobs (id, note) VALUES (10, 'stalled');
+\! for i in \$(seq 600); do [ -e $work/go ] && break; sleep 0.1; done
+COMMIT;
+SQL
+stalled=$!
+pid=""
+for _ in $(seq 100); do
+	[ -s "$work/stall.pid" ] && pid=$(head -1 "$work/stall.pid") &&
+		[ "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = $pid")" = "idle in transaction" ] && break
+	sleep 0.1
+done
+check "the writer holds the grant's fence lock, idle in its transaction" \
+	test "$(q "SELECT count(*) FROM lease_writers WHERE name = 'tk' AND epoch = $e1 AND granted AND pid = ${pid:-0}")" = 1
+sleep 1.2  # the grant expires
+check "the grant has expired" test "$(q "SELECT expires_at < clock_timestamp() FROM leases WHERE name = 'tk'")" = t
+
+# --- a takeover behind it ------------------------------------------------------
+started=$(date +%s.%N)
+state=$(PGUSER=app_user timeout 60 psql -X -q -A -t -v ON_ERROR_STOP=1 -c "\\set VERBOSITY verbose" \
+	-c "SELECT epoch FROM lease_acquire('tk', 'taker', '5s')" 2>"$work/takeover.err" >"$work/takeover.out" && echo ok ||
+	sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' "$work/takeover.err" | head -1)
+elapsed=$(python3 -c "import time; print(round(time.time() - $started, 3))")
+check "the takeover fails with 55P03 (got ${state:-nothing}: $(cat "$work/takeover.out"))" test "$state" = 55P03
+check "after the bound, takeover_timeout + 5 s ($elapsed s, timeout 1 s; 5.5 to 15 s)" \
+	python3 -c "import sys; sys.exit(0 if 5.5 <= $elapsed <= 15 else 1)"
+check "with a WARNING naming the backend it was not allowed to end" \
+	grep -q "WARNING: *01000: pg_lease: not allowed to end backend ${pid:-0}, whose transaction holds the fence lock of lease \"tk\" epoch $e1" "$work/takeover.err"
+check "no new grant: the lease is still the stalled grant's" \
+	test "$(q "SELECT holder || ' ' || epoch FROM leases WHERE name = 'tk'")" = "stalled $e1"
+check "no new epoch in leases or lease_events, no event but the first grant's" \
+	test "$(q "SELECT greatest((SELECT max(epoch) FROM leases), (SELECT max(epoch) FROM lease_events))")/$(q "SELECT string_agg(event || ' ' || holder, ',') FROM lease_events WHERE name = 'tk'")" = "$e1/acquired stalled"
+check "the writer was not ended" \
+	test "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = ${pid:-0}")" = "idle in transaction"
+
+# --- the stalled writer commits, under the grant it locked ---------------------
+touch "$work/go"
+committed=ok
+wait "$stalled" || committed=failed
+check "the stalled writer commits ($committed: $(tr '\n' ' ' <"$work/stall.out"))" \
+	test "$committed/$(q "SELECT count(*) FROM jobs WHERE id = 10 AND epoch = $e1")" = ok/1
+
+# --- and then the change goes through -------------------------------------------
+e2=$(as_user "SELECT epoch FROM lease_acquire('tk', 'taker', '5s') WHERE acquired")
+check "then the takeover succeeds, with a larger epoch" test "${e2:-0}" -gt "$e1"
+
+finish
