@@ -131,6 +131,14 @@ TEST_F(net_bounds, a_release_on_the_way_out_ends_by_call_timeout) {
     EXPECT_LT(took, o.call_timeout + slack);
 }
 
+TEST_F(net_bounds, a_handover_ends_by_call_timeout) {
+    // yield_to(), a stop with a successor and `pglease run` handing over:
+    // the old holder gives up by the bound like every other call.
+    const cut c;
+    const auto took = time_to_fail([&] { (void)db().handover(name, "me", epoch, "next"); });
+    EXPECT_LT(took, o.call_timeout + slack);
+}
+
 TEST_F(net_bounds, a_status_read_ends_by_call_timeout) {
     const cut c;
     const auto took = time_to_fail([&] { (void)db().status(name); });
