@@ -25,17 +25,29 @@ TMP=$(mktemp -d /tmp/pglease_cli_test.XXXXXX)
 chmod 0777 "$TMP"
 BG_PIDS=()
 
+# Every process this test starts carries its tag in its environment. The
+# suites run side by side and pids wrap (pid_max 32768 here): a pid or
+# group recorded here may belong to another suite's process by cleanup
+# time (once, a SIGCONT meant for an exited job woke another suite's
+# stopped backend). Only tagged processes are signalled.
+export PGLEASE_CLI_TEST_TAG="$$.$(date +%s%N).$RANDOM"
+tagged() { tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" | grep -qx "PGLEASE_CLI_TEST_TAG=$PGLEASE_CLI_TEST_TAG"; }
+
 cleanup()
 {
-	local pid
+	local pid f member
 	for pid in "${BG_PIDS[@]}"; do
+		tagged "$pid" || continue
 		kill -CONT "$pid" 2>/dev/null || true
 		kill -KILL "$pid" 2>/dev/null || true
 	done
 	for f in "$TMP"/*.pgid; do
 		[ -f "$f" ] || continue
-		kill -CONT -"$(cat "$f")" 2>/dev/null || true
-		kill -KILL -"$(cat "$f")" 2>/dev/null || true
+		for member in $(pgrep -g "$(cat "$f")" 2>/dev/null); do
+			tagged "$member" || continue
+			kill -CONT "$member" 2>/dev/null || true
+			kill -KILL "$member" 2>/dev/null || true
+		done
 	done
 	rm -rf "$TMP"
 }
