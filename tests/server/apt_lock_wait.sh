@@ -9,7 +9,10 @@ source "$root/tests/server/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "apt_lock_wait: needs root (it takes dpkg's lock)"; exit 1; }
 work=$(mktemp -d)
 holder=
-trap '[ -n "$holder" ] && kill "$holder" 2>/dev/null; rm -rf "$work"' EXIT
+# The holder only while it is still this script's child (suites run side
+# by side and pids wrap: an exited holder's pid may be another's by now).
+trap '[ -n "$holder" ] && [ "$(awk '"'"'/^PPid:/ {print $2}'"'"' "/proc/$holder/status" 2>/dev/null)" = $$ ] &&
+	kill "$holder" 2>/dev/null; rm -rf "$work"' EXIT
 missing=pglease-no-such-package # never installed: the installer has work to do
 
 # hold_lock SECONDS: dpkg's frontend lock, held as apt holds it.
