@@ -28,3 +28,26 @@ finish()
 	echo "$TESTS_PASSED passed, $TESTS_FAILED failed"
 	[ "$TESTS_FAILED" -eq 0 ]
 }
+
+# sql_edition_cluster NAME: a cluster NAME with no pg_lease library, roles
+# app_owner (the database owner, no superuser) and app_user, database app,
+# and the SQL edition's psql script in $PG_CLUSTER_ROOT/pg_lease_sql.sql
+# (from scripts/sql_edition.py), not yet installed. Needs
+# tests/harness/pg_cluster.sh sourced.
+sql_edition_cluster()
+{
+	pg_cluster_start "$1"
+	q "CREATE ROLE app_owner LOGIN" >/dev/null
+	q "CREATE ROLE app_user LOGIN" >/dev/null
+	q "CREATE DATABASE app OWNER app_owner" >/dev/null
+	python3 "$(dirname "${BASH_SOURCE[0]}")/../../scripts/sql_edition.py" --form psql >"$PG_CLUSTER_ROOT/pg_lease_sql.sql"
+}
+
+# sql_edition_install: app_owner installs that script into app with psql -f
+# (a check), and the PG* variables name app and app_owner from then on.
+sql_edition_install()
+{
+	export PGDATABASE=app PGUSER=app_owner
+	check "the database owner (no superuser) installs the SQL edition with psql -f" \
+		psql -X -q -v ON_ERROR_STOP=1 -f "$PG_CLUSTER_ROOT/pg_lease_sql.sql"
+}

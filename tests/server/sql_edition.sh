@@ -14,16 +14,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
 source "$here/lib.sh"
 
-pg_cluster_start sql_edition
+sql_edition_cluster sql_edition
 work=$PG_CLUSTER_ROOT
-q "CREATE ROLE app_owner LOGIN" >/dev/null
-q "CREATE ROLE app_user LOGIN" >/dev/null
-q "CREATE DATABASE app OWNER app_owner" >/dev/null
-python3 "$here/../../scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
 
-export PGDATABASE=app PGUSER=app_owner
-check "the database owner (no superuser) installs the SQL edition with psql -f" \
-	psql -X -q -v ON_ERROR_STOP=1 -f "$work/pg_lease_sql.sql"
+sql_edition_install
 check "no pg_lease library is loaded and no function is written in C" \
 	test "$(q "SELECT count(*) FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
 		WHERE p.pronamespace = 'public'::regnamespace AND l.lanname = 'c'")/$(PGUSER=postgres q "SHOW shared_preload_libraries")" = "0/"

@@ -20,18 +20,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
 source "$here/lib.sh"
 
-pg_cluster_start sql_edition_lookalikes
+sql_edition_cluster sql_edition_lookalikes
 work=$PG_CLUSTER_ROOT
-q "CREATE ROLE app_owner LOGIN" >/dev/null
-q "CREATE ROLE app_user LOGIN" >/dev/null
-q "CREATE DATABASE app OWNER app_owner" >/dev/null
-python3 "$here/../../scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
 # Ending a stalled writer of another role needs pg_signal_backend (docs/sql.md).
 q "GRANT pg_signal_backend TO app_owner" >/dev/null
 
-export PGDATABASE=app PGUSER=app_owner
-check "the database owner (no superuser) installs the SQL edition with psql -f" \
-	psql -X -q -v ON_ERROR_STOP=1 -f "$work/pg_lease_sql.sql"
+sql_edition_install
 q "CREATE TABLE jobs (id int PRIMARY KEY, note text, epoch bigint)" >/dev/null
 q "SELECT lease_fence('jobs', 'tk')" >/dev/null
 q "CREATE TABLE app_rows (who text)" >/dev/null	# not fenced

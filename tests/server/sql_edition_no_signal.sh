@@ -13,16 +13,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
 source "$here/lib.sh"
 
-pg_cluster_start sql_edition_no_signal
+sql_edition_cluster sql_edition_no_signal
 work=$PG_CLUSTER_ROOT
-q "CREATE ROLE app_owner LOGIN" >/dev/null
-q "CREATE ROLE app_user LOGIN" >/dev/null
-q "CREATE DATABASE app OWNER app_owner" >/dev/null
-python3 "$here/../../scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
 
-export PGDATABASE=app PGUSER=app_owner
-check "the database owner (no superuser) installs the SQL edition with psql -f" \
-	psql -X -q -v ON_ERROR_STOP=1 -f "$work/pg_lease_sql.sql"
+sql_edition_install
 check "the owner is no superuser, not a member of pg_signal_backend nor of app_user" \
 	test "$(q "SELECT rolsuper::text || pg_has_role('app_owner', 'pg_signal_backend', 'MEMBER')::text
 		|| pg_has_role('app_owner', 'app_user', 'MEMBER')::text FROM pg_roles WHERE rolname = current_user")" = falsefalsefalse
