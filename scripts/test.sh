@@ -34,7 +34,9 @@ echo "test server: PGHOST=$PGHOST PGPORT=$PGPORT"
 status=0
 jobs=${PGLEASE_TEST_JOBS:-$(($(nproc) + 1))}
 ctest --test-dir "$build" --output-on-failure --timeout 600 -j "$jobs" "$@" || status=$?
-if [ $status -ne 0 ] && [ -f regress/regression.diffs ]; then
-	head -200 regress/regression.diffs
+if [ $status -ne 0 ]; then
+	[ -f regress/regression.diffs ] && head -200 regress/regression.diffs
+	echo "== why each failed test failed (from $build/Testing/Temporary/LastTest.log)"
+	scripts/lib/failure_digest.sh "$build" || true
 fi
 exit $status
