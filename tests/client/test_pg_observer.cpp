@@ -36,7 +36,7 @@ protected:
 
     /// The next change, expected within @p within (fails the test if not).
     lease_view next_change(observer& obs, std::uint64_t since,
-                           std::chrono::milliseconds within = 1000ms) {
+                           std::chrono::milliseconds within = 3000ms) {
         const auto v = obs.wait_for_change(within, since);
         EXPECT_TRUE(v) << "no change within " << within.count() << " ms";
         return v ? *v : lease_view{};
@@ -51,12 +51,12 @@ TEST_F(pg_observer, sees_acquire_renew_release) {
     pq_backend db{env_options()};
     lease_options o;
     o.identity = "a";
-    o.ttl = 1000ms;
+    o.ttl = 3000ms;
     lease a{db, name, o};
-    const auto sent = steady::now();
+    // Nothing but the notification can wake the observer before its 60 s
+    // resync (it knows no expiry yet): the generous bound still tells.
     ASSERT_TRUE(a.acquire());
-    lease_view v = next_change(*obs, 0, 500ms);
-    EXPECT_LT(steady::now() - sent, 300ms) << "woken by the notification, not a timer";
+    lease_view v = next_change(*obs, 0);
     EXPECT_TRUE(v.valid);
     EXPECT_EQ(v.holder, "a");
     EXPECT_EQ(v.epoch, a.epoch());
@@ -64,18 +64,23 @@ TEST_F(pg_observer, sees_acquire_renew_release) {
     const auto first_expiry = *v.expires;
 
     // Renewals send no notification and are no change; at the old expiry
-    // the observer reads again and learns the new one.
-    std::this_thread::sleep_for(500ms);
+    // the observer reads again and learns the new one (1.5 s later), well
+    // before that one comes.
+    std::this_thread::sleep_for(1500ms);
     ASSERT_TRUE(a.renew());
-    EXPECT_FALSE(obs->wait_for_change(800ms, 1));
+    EXPECT_TRUE(eventually(
+        [&] {
+            const auto now = obs->current();
+            return now.expires && *now.expires > first_expiry + 1000ms;
+        },
+        2500ms))
+        << "the observer did not read again at the old expiry";
     v = obs->current();
     EXPECT_TRUE(v.valid);
     EXPECT_EQ(v.version, 1U);
-    ASSERT_TRUE(v.expires);
-    EXPECT_GT(*v.expires, first_expiry + 300ms);
 
     ASSERT_TRUE(a.release());
-    v = next_change(*obs, 1, 500ms);
+    v = next_change(*obs, 1);
     EXPECT_FALSE(v.valid);
     EXPECT_EQ(v.holder, "");
     EXPECT_EQ(v.version, 2U);
@@ -94,7 +99,7 @@ TEST_F(pg_observer, sees_revoke_takeover_after_expiry_and_handover) {
         pqxx::nontransaction revoke{admin()};
         pqxx_compat::exec_params1(revoke, "SELECT lease_revoke($1)", name);
     }
-    lease_view v = next_change(*obs, 1, 500ms);
+    lease_view v = next_change(*obs, 1);
     EXPECT_EQ(v.holder, "");
     EXPECT_FALSE(v.valid);
 
@@ -104,7 +109,7 @@ TEST_F(pg_observer, sees_revoke_takeover_after_expiry_and_handover) {
     ASSERT_TRUE(b.acquire());
     (void)next_change(*obs, 2);
     const auto granted = steady::now();
-    v = next_change(*obs, 3, 1500ms);
+    v = next_change(*obs, 3);
     EXPECT_FALSE(v.valid);
     EXPECT_EQ(v.holder, "a"); // an expired grant keeps its holder
     EXPECT_GE(steady::now() - granted, 300ms);
@@ -115,7 +120,7 @@ TEST_F(pg_observer, sees_revoke_takeover_after_expiry_and_handover) {
     oc.ttl = 10000ms;
     lease c{db, name, oc};
     ASSERT_TRUE(c.acquire());
-    v = next_change(*obs, 4, 500ms);
+    v = next_change(*obs, 4);
     EXPECT_EQ(v.holder, "c");
     EXPECT_GT(v.epoch, b.epoch());
 
@@ -124,7 +129,7 @@ TEST_F(pg_observer, sees_revoke_takeover_after_expiry_and_handover) {
     const auto successor =
         pqxx_compat::exec_params1(tx, "SELECT lease_handover($1, 'c', $2, 'd')", name, c.epoch())[0]
             .as<std::int64_t>();
-    v = next_change(*obs, 5, 500ms);
+    v = next_change(*obs, 5);
     EXPECT_EQ(v.holder, "d");
     EXPECT_EQ(v.epoch, successor);
     EXPECT_TRUE(v.valid);
@@ -143,7 +148,7 @@ TEST_F(pg_observer, rereads_and_listens_again_after_its_session_is_terminated) {
     o.ttl = 10000ms;
     lease l{db, name, o};
     ASSERT_TRUE(l.acquire());
-    const lease_view v = next_change(*obs, 0, 2000ms);
+    const lease_view v = next_change(*obs, 0);
     EXPECT_EQ(v.holder, "after");
     EXPECT_FALSE(v.stale);
 }
