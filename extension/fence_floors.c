@@ -22,7 +22,10 @@
  * Raises of one floor meet at its row.  A raise writes the row first, then
  * waits for the writers of the old floor, so a second raise sees (with a
  * dirty read) where the first is going: a lower target is ended like any
- * writer of a lower token, an equal or higher one is waited for.  Two
+ * writer of a lower token, an equal or higher one is waited for.  Every
+ * raise holds its target's tag shared (a write's check takes it, and so
+ * does lease_raise), so a lower raise that stalls in its open transaction
+ * holds a higher one up at most pg_lease.takeover_timeout.  Two
  * transactions of the same leader never end each other.
  *
  *-------------------------------------------------------------------------
@@ -334,5 +337,11 @@ lease_raise(PG_FUNCTION_ARGS)
 				 errmsg("lease store \"%s\" is this database", key.store),
 				 errdetail("Floors fence the leases of other databases; this database's own leases are fenced by their current epoch.")));
 	LeaseFloorForget(&key);
+	/*
+	 * Hold the floor lock of epoch as its writers do, until the transaction
+	 * ends: a higher raise then ends this one as it ends them, after
+	 * pg_lease.takeover_timeout, however long this transaction stays open.
+	 */
+	(void) LeaseFloorHold(&key, epoch);
 	PG_RETURN_BOOL(LeaseFloorRaise(&key, epoch) == epoch);
 }

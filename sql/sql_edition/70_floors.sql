@@ -54,8 +54,11 @@ $store_id$;
 -- lock (a write of that token raised it, then did not end): ended as a
 -- change of holder ends writers, through lease_sql_lock_exclusive (wait at
 -- most pg_lease.takeover_timeout, then cancel or terminate, an evict event
--- each). A raise whose backend holds no floor lock of its target (a
--- lease_raise under way) is waited for, as in C.
+-- each). Every raise holds that lock (a write's check takes it, and so does
+-- lease_raise), so a lower raise stalled in its open transaction holds a
+-- higher one up at most that long, as in C; a backend holding none (an
+-- application's look-alike advisory locks, the owner's direct call of
+-- lease_sql_floor_raise) is waited for.
 CREATE FUNCTION @extschema@.lease_sql_floor_end_lower(store text, name text, epoch bigint)
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE
@@ -292,6 +295,10 @@ BEGIN
 			USING ERRCODE = '22023',
 				  DETAIL = 'Floors fence the leases of other databases; this database''s own leases are fenced by their current epoch.';
 	END IF;
+	-- hold the floor lock of epoch as its writers do, until the transaction
+	-- ends: a higher raise then ends this one as it ends them, after
+	-- pg_lease.takeover_timeout, however long this transaction stays open
+	PERFORM pg_advisory_xact_lock_shared(19526, @extschema@.lease_sql_floor_key(store, name, epoch));
 	RETURN @extschema@.lease_sql_floor_raise(store, name, epoch) = epoch;
 END
 $raise$;

@@ -6,6 +6,7 @@
 # pass.  Floors survive a crash of the downstream, also when the session
 # that raised (with lease_raise, or with a fenced write of a named token)
 # had synchronous_commit off.  1.5: an unnamed token never moves a floor.
+# A lease_raise stalled idle in its transaction is ended by a higher raise.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
@@ -110,5 +111,37 @@ check "after a crash C's write is refused" \
 	test "$(sql_state "INSERT INTO jobs VALUES (9, 'c after crash', $epoch_c)")" = LS001
 check "the table holds exactly the writes that passed" \
 	test "$(q "SELECT string_agg(id || ':' || who, ',' ORDER BY id) FROM jobs")" = "1:a,5:b,7:c,8:d"
+
+# --- E's lease_raise stalls idle in its transaction; F's raise ends it -------
+# (issue 52, item 3: F's raise once waited as long as E's transaction lasted)
+store_env
+q "SELECT lease_release('sched', 'd', $epoch_d)" >/dev/null
+epoch_e=$(q "SELECT epoch FROM lease_acquire('sched', 'e', '30s') WHERE acquired")
+q "SELECT lease_release('sched', 'e', $epoch_e)" >/dev/null
+epoch_f=$(q "SELECT epoch FROM lease_acquire('sched', 'f', '30s') WHERE acquired")
+pg_cluster_use down
+stalled=$PG_CLUSTER_ROOT/stalled
+psql -X -q -A -t >"$stalled.out" 2>&1 <<SQL &
+BEGIN;
+SELECT lease_raise(\$\$$store_id\$\$, 'sched', $epoch_e);
+\o $stalled.pid
+SELECT pg_backend_pid();
+\o
+\! sleep 8
+COMMIT;
+SQL
+stalled_job=$!
+for _ in $(seq 100); do
+	[ -s "$stalled.pid" ] && [ "$(q "SELECT state FROM pg_stat_activity WHERE pid = $(head -1 "$stalled.pid")")" = "idle in transaction" ] && break
+	sleep 0.05
+done
+start=$(date +%s%N)
+check "F's raise returns true" test "$(PGOPTIONS='-c pg_lease.takeover_timeout=500ms' q "SELECT lease_raise(\$\$$store_id\$\$, 'sched', $epoch_f)")" = t
+raise_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+wait "$stalled_job" || true
+check "it ended E's stalled raise after takeover_timeout (${raise_ms} ms; bound: takeover_timeout 500 ms + eviction)" \
+	test "$raise_ms" -ge 400 -a "$raise_ms" -lt 6000
+check "the eviction is recorded with E's epoch and pid; the floor is F's; E's write is refused (LS001)" \
+	test "$(q "SELECT count(*) FROM lease_events WHERE event = 'evict' AND name = 'sched' AND epoch = $epoch_e AND pid = $(head -1 "$stalled.pid" 2>/dev/null || echo 0)")/$(q "SELECT epoch FROM lease_floors WHERE store = \$\$$store_id\$\$ AND name = 'sched'")/$(sql_state "BEGIN; SELECT lease_use('sched', $epoch_e); INSERT INTO jobs VALUES (10, 'e', NULL); COMMIT;")" = "1/$epoch_f/LS001"
 
 finish

@@ -6,9 +6,10 @@
 # grow, the fence's refusals (LS001, LS002, LS003), a REPEATABLE READ writer
 # whose snapshot predates a change of holder refused, a takeover behind a
 # stalled writer within ttl + 1.5 s (evicted and recorded), lock delay,
-# handover, a downstream floor's stalled lower raise ended by a higher one
-# (evicted and recorded), and epochs above every restored one after a dump
-# and restore into a new database. Timing bounds are generous; every wait is bounded.
+# handover, a downstream floor's stalled lower raise (a write's, or
+# lease_raise's) ended by a higher one (evicted and recorded), and epochs
+# above every restored one after a dump and restore into a new database.
+# Timing bounds are generous; every wait is bounded.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
@@ -175,15 +176,17 @@ q "CREATE TABLE down_r (id int, epoch bigint)" >/dev/null
 q "SELECT lease_fence('down_r', 'R', store => 'other-store/db'); SELECT lease_raise('other-store/db', 'R', $f0)" >/dev/null
 q "GRANT INSERT ON down_r TO app_user" >/dev/null
 # open_raise ID EPOCH SLEEP: a writer of lease_use('R', EPOCH) that raises
-# the floor with row ID, then sleeps SLEEP s idle in its transaction and
+# the floor with row ID (ID 0: lease_raise, as a client does at the start of
+# a term, and no row), then sleeps SLEEP s idle in its transaction and
 # commits; its pid in $work/raise.pid once it sleeps.
 open_raise()
 {
+	local raise="SELECT lease_use('R', $2); INSERT INTO down_r VALUES ($1, NULL);"
+	[ "$1" = 0 ] && raise="SELECT lease_raise('other-store/db', 'R', $2);"
 	rm -f "$work/raise.pid"
 	PGUSER=app_user psql -X -q -A -t >"$work/raise.out" 2>&1 <<SQL &
 BEGIN;
-SELECT lease_use('R', $2);
-INSERT INTO down_r VALUES ($1, NULL);
+$raise
 \o $work/raise.pid
 SELECT pg_backend_pid();
 \o
@@ -210,6 +213,19 @@ raised=$(q "SELECT lease_raise('other-store/db', 'R', $f4)")
 wait "$raiser" || true
 check "a lower raise waits for a higher one still open, and ends nothing" \
 	test "$raised/$(q "SELECT count(*) FROM down_r WHERE id = 2")/$(q "SELECT epoch FROM lease_floors WHERE name = 'R'")/$(q "SELECT count(*) FROM lease_events WHERE event = 'evict' AND name = 'R'")" = "f/1/$f3/1"
+# A lease_raise that stalls idle in its transaction (issue 52, item 3): a
+# higher raise ends it after takeover_timeout too, where it once waited for
+# that transaction as long as it lasted. (The leaders' role is granted
+# lease_raise, as docs/security.md says.)
+q "GRANT EXECUTE ON FUNCTION lease_raise(text, text, bigint) TO app_user" >/dev/null
+f5=$(((1 << 40) + (3 << 32) + 1)) f6=$(((1 << 40) + (3 << 32) + 2))
+open_raise 0 "$f5" 8
+raised=$(q "SELECT lease_raise('other-store/db', 'R', $f6)::text || ' ' || round(extract(epoch FROM clock_timestamp() - statement_timestamp())::numeric, 3)")
+wait "$raiser" || true
+check "a higher raise ends a stalled lease_raise within takeover_timeout + 2.5 s ($raised s, timeout 0.5 s)" \
+	python3 -c "import sys; r = '$raised'.split(); sys.exit(0 if r[0] == 'true' and float(r[1]) <= 3.0 else 1)"
+check "the stalled lease_raise never committed, its eviction is recorded; the floor is the higher one, its token refused (LS001)" \
+	test "$(q "SELECT count(*) FROM lease_events WHERE event = 'evict' AND name = 'R' AND epoch = $f5 AND pid = $(head -1 "$work/raise.pid")")/$(q "SELECT epoch FROM lease_floors WHERE name = 'R'")/$(sqlstate "BEGIN; SELECT lease_use('R', $f5); INSERT INTO down_r VALUES (3, NULL); COMMIT;")" = "1/$f6/LS001"
 
 # --- 5c. the fence finds its lease row and its floor through their indexes --
 # (the trigger once passed the table's name, collation "C", along with the

@@ -6,8 +6,10 @@
 # end the writer (a WARNING naming the backend), waits out the bound
 # (takeover_timeout + 5 s) and fails with 55P03: no new grant and no new
 # epoch, so the stalled writer still commits, under the grant it holds the
-# lock of. Once it has, the change goes through. Timing bounds are
-# generous; every wait is bounded.
+# lock of. Once it has, the change goes through. A raise of a downstream
+# floor behind another role's lease_raise of a lower epoch, stalled in its
+# transaction, is refused the same way (55P03 at the same bound). Timing
+# bounds are generous; every wait is bounded.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
@@ -80,5 +82,55 @@ check "the stalled writer commits ($committed: $(tr '\n' ' ' <"$work/stall.out")
 # --- and then the change goes through -------------------------------------------
 e2=$(as_user "SELECT epoch FROM lease_acquire('tk', 'taker', '5s') WHERE acquired")
 check "then the takeover succeeds, with a larger epoch" test "${e2:-0}" -gt "$e1"
+
+# --- a downstream floor: app_user's lease_raise to 20, stalled -----------------
+# A higher raise (the owner's, to 30) is refused the same way (issue 52, item
+# 3): it waits takeover_timeout, is refused when it tries to end the stalled
+# raise, waits out the bound and fails with 55P03; the floor stays 10 and
+# the stalled raise commits it at 20; then the raise to 30 goes through and
+# token 20 is refused.
+q "CREATE TABLE down (id int, epoch bigint)" >/dev/null
+q "SELECT lease_fence('down', 'R', store => 'other-store/db'); SELECT lease_raise('other-store/db', 'R', 10)" >/dev/null
+q "GRANT EXECUTE ON FUNCTION lease_raise(text, text, bigint) TO app_user" >/dev/null
+rm -f "$work/stall.pid" "$work/go"
+PGUSER=app_user psql -X -q -A -t -v ON_ERROR_STOP=1 >"$work/stall.out" 2>&1 <<SQL &
+\o $work/stall.pid
+SELECT pg_backend_pid();
+\o
+BEGIN;
+SELECT lease_raise('other-store/db', 'R', 20);
+\! for i in \$(seq 600); do [ -e $work/go ] && break; sleep 0.1; done
+COMMIT;
+SQL
+stalled=$!
+pid=""
+for _ in $(seq 100); do
+	[ -s "$work/stall.pid" ] && pid=$(head -1 "$work/stall.pid") &&
+		[ "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = $pid")" = "idle in transaction" ] && break
+	sleep 0.1
+done
+check "app_user's raise to 20 holds the floor lock of 20, idle in its transaction" \
+	test "$(q "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 19526 AND objsubid = 2
+		AND objid = (lease_sql_floor_key('other-store/db', 'R', 20)::bigint & 4294967295)::oid
+		AND mode = 'ShareLock' AND granted AND pid = ${pid:-0}")" = 1
+started=$(date +%s.%N)
+state=$(timeout 60 psql -X -q -A -t -v ON_ERROR_STOP=1 -c "\\set VERBOSITY verbose" \
+	-c "SELECT lease_raise('other-store/db', 'R', 30)" 2>"$work/raise.err" >"$work/raise.out" && echo ok ||
+	sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' "$work/raise.err" | head -1)
+elapsed=$(python3 -c "import time; print(round(time.time() - $started, 3))")
+check "the raise to 30 fails with 55P03 after the bound, takeover_timeout + 5 s (got ${state:-nothing}: $(cat "$work/raise.out"); $elapsed s, 5.5 to 15 s)" \
+	python3 -c "import sys; sys.exit(0 if '$state' == '55P03' and 5.5 <= $elapsed <= 15 else 1)"
+check "with a WARNING naming the backend it was not allowed to end" \
+	grep -q "WARNING: *01000: pg_lease: not allowed to end backend ${pid:-0}, whose transaction holds the fence lock of lease \"R\" epoch 20" "$work/raise.err"
+check "the floor is still 10, and the stalled raise was not ended" \
+	test "$(q "SELECT epoch FROM lease_floors WHERE name = 'R'")/$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = ${pid:-0}")" = "10/idle in transaction"
+touch "$work/go"
+committed=ok
+wait "$stalled" || committed=failed
+check "the stalled raise commits the floor at 20 ($committed: $(tr '\n' ' ' <"$work/stall.out"))" \
+	test "$committed/$(q "SELECT epoch FROM lease_floors WHERE name = 'R'")" = ok/20
+check "then the raise to 30 goes through, and token 20 is refused (LS001)" \
+	test "$(q "SELECT lease_raise('other-store/db', 'R', 30)")/$(q "SELECT epoch FROM lease_floors WHERE name = 'R'")/$(psql -X -q -c "\\set VERBOSITY sqlstate" \
+		-c "BEGIN; SELECT lease_use('R', 20); INSERT INTO down VALUES (1, NULL); COMMIT;" 2>&1 >/dev/null | sed -n 's/^ERROR: *//p')" = t/30/LS001
 
 finish
