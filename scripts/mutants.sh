@@ -96,7 +96,7 @@ die() { log "$*"; exit 1; }
 mutant_ids() { (cd "$MUTANTS_DIR" && find . -maxdepth 1 -name '*.patch' | sed 's|^\./||; s/\.patch$//' | sort); }
 mutant_description() { sed -n '1s/^# //p' "$MUTANTS_DIR/$1.patch"; }
 # With MUTANTS_FAST (--fast), only the first suite a mutant names, the
-# fastest of its list: a run of every mutant then takes about an hour.
+# fastest of its list (the later ones only back it up).
 mutant_suites()
 {
 	if [ -n "${MUTANTS_FAST:-}" ]; then
