@@ -131,10 +131,7 @@ SELECT pg_backend_pid();
 COMMIT;
 SQL
 stalled_job=$!
-for _ in $(seq 100); do
-	[ -s "$stalled.pid" ] && [ "$(q "SELECT state FROM pg_stat_activity WHERE pid = $(head -1 "$stalled.pid")")" = "idle in transaction" ] && break
-	sleep 0.05
-done
+idle_in_transaction_pid "$stalled.pid" >/dev/null
 start=$(date +%s%N)
 check "F's raise returns true" test "$(PGOPTIONS='-c pg_lease.takeover_timeout=500ms' q "SELECT lease_raise(\$\$$store_id\$\$, 'sched', $epoch_f)")" = t
 raise_ms=$(( ($(date +%s%N) - start) / 1000000 ))

@@ -23,6 +23,21 @@ q()
 	psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$1"
 }
 
+# idle_in_transaction_pid FILE: the backend pid a stalled session wrote
+# into FILE, once that backend is idle in its transaction (read as the
+# superuser postgres; up to 10 s, then the pid as it is: the caller's next
+# check reports a session that never got there).
+idle_in_transaction_pid()
+{
+	local pid=""
+	for _ in $(seq 100); do
+		[ -s "$1" ] && pid=$(head -1 "$1") &&
+			[ "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = $pid")" = "idle in transaction" ] && break
+		sleep 0.1
+	done
+	echo "$pid"
+}
+
 finish()
 {
 	echo "$TESTS_PASSED passed, $TESTS_FAILED failed"

@@ -202,10 +202,7 @@ SELECT pg_backend_pid();
 COMMIT;
 SQL
 	raiser=$!
-	for _ in $(seq 100); do
-		[ -s "$work/raise.pid" ] && [ "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = $(head -1 "$work/raise.pid")")" = "idle in transaction" ] && break
-		sleep 0.05
-	done
+	idle_in_transaction_pid "$work/raise.pid" >/dev/null
 }
 open_raise 1 "$f1" 8
 raised=$(q "SELECT lease_raise('other-store/db', 'R', $f2)::text || ' ' || round(extract(epoch FROM clock_timestamp() - statement_timestamp())::numeric, 3)")

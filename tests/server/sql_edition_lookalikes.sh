@@ -68,11 +68,7 @@ sessions="stalled other_class session_lock one_key"
 # pid NAME: the session's backend pid once it is idle in its transaction
 pid() { head -1 "$work/$1.pid"; }
 for s in $sessions; do
-	for _ in $(seq 100); do
-		[ -s "$work/$s.pid" ] &&
-			[ "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = $(pid "$s")")" = "idle in transaction" ] && break
-		sleep 0.1
-	done
+	idle_in_transaction_pid "$work/$s.pid" >/dev/null
 	check "the $s session is idle in its transaction ($(tr '\n' ' ' <"$work/$s.out"))" \
 		test "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = $(pid "$s" || echo 0)")" = "idle in transaction"
 done

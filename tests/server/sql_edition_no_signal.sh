@@ -28,19 +28,6 @@ q "GRANT SELECT, INSERT, UPDATE ON jobs TO app_user" >/dev/null
 q "INSERT INTO lease_sql_settings VALUES ('pg_lease.takeover_timeout', '1s')" >/dev/null
 as_user() { PGUSER=app_user q "$1"; }
 
-# stalled_pid: the stalled session's backend, once idle in its transaction
-# (up to 10 s; empty if it never got there, which the next check reports)
-stalled_pid()
-{
-	local p=""
-	for _ in $(seq 100); do
-		[ -s "$work/stall.pid" ] && p=$(head -1 "$work/stall.pid") &&
-			[ "$(PGUSER=postgres q "SELECT state FROM pg_stat_activity WHERE pid = $p")" = "idle in transaction" ] && break
-		sleep 0.1
-	done
-	echo "$p"
-}
-
 # --- a stalled writer of app_user's, under a grant that expires ---------------
 # (a ttl the write fits in on a loaded machine; then waited out)
 e1=$(as_user "SELECT epoch FROM lease_acquire('tk', 'stalled', '5s')")
@@ -58,7 +45,7 @@ INSERT INTO jobs (id, note) VALUES (10, 'stalled');
 COMMIT;
 SQL
 stalled=$!
-pid=$(stalled_pid)
+pid=$(idle_in_transaction_pid "$work/stall.pid")
 check "the writer holds the grant's fence lock, idle in its transaction" \
 	test "$(q "SELECT count(*) FROM lease_writers WHERE name = 'tk' AND epoch = $e1 AND granted AND pid = ${pid:-0}")" = 1
 # the grant expires (within 5 s; 15 s allowed)
@@ -117,7 +104,7 @@ SELECT lease_raise('other-store/db', 'R', 20);
 COMMIT;
 SQL
 stalled=$!
-pid=$(stalled_pid)
+pid=$(idle_in_transaction_pid "$work/stall.pid")
 check "app_user's raise to 20 holds the floor lock of 20, idle in its transaction" \
 	test "$(q "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 19526 AND objsubid = 2
 		AND objid = (lease_sql_floor_key('other-store/db', 'R', 20)::bigint & 4294967295)::oid
