@@ -28,24 +28,32 @@ q "GRANT SELECT, INSERT, UPDATE ON jobs TO app_user" >/dev/null
 q "INSERT INTO lease_sql_settings VALUES ('pg_lease.takeover_timeout', '1s')" >/dev/null
 as_user() { PGUSER=app_user q "$1"; }
 
+# stall SQL: an app_user session runs SQL in a transaction, then waits idle
+# in it for $work/go (at most 120 s) and commits; $stalled is its psql, $pid
+# its backend once idle in its transaction.
+stall()
+{
+	rm -f "$work/stall.pid" "$work/go"
+	PGUSER=app_user psql -X -q -A -t -v ON_ERROR_STOP=1 >"$work/stall.out" 2>&1 <<SQL &
+\o $work/stall.pid
+SELECT pg_backend_pid();
+\o
+BEGIN;
+$1
+\! for i in \$(seq 1200); do [ -e $work/go ] && break; sleep 0.1; done
+COMMIT;
+SQL
+	stalled=$!
+	pid=$(idle_in_transaction_pid "$work/stall.pid")
+}
+
 # --- a stalled writer of app_user's, under a grant that expires ---------------
 # (a ttl the write fits in on a loaded machine; then waited out)
 e1=$(as_user "SELECT epoch FROM lease_acquire('tk', 'stalled', '5s')")
 # It writes under the grant, then waits idle in its transaction until the
 # takeover below is over ($work/go, at most 120 s, far past the takeover's
 # bound: a takeover that waited for it would show), and commits.
-PGUSER=app_user psql -X -q -A -t -v ON_ERROR_STOP=1 >"$work/stall.out" 2>&1 <<SQL &
-\o $work/stall.pid
-SELECT pg_backend_pid();
-\o
-BEGIN;
-SELECT lease_use('tk', $e1);
-INSERT INTO jobs (id, note) VALUES (10, 'stalled');
-\! for i in \$(seq 1200); do [ -e $work/go ] && break; sleep 0.1; done
-COMMIT;
-SQL
-stalled=$!
-pid=$(idle_in_transaction_pid "$work/stall.pid")
+stall "SELECT lease_use('tk', $e1); INSERT INTO jobs (id, note) VALUES (10, 'stalled');"
 check "the writer holds the grant's fence lock, idle in its transaction" \
 	test "$(q "SELECT count(*) FROM lease_writers WHERE name = 'tk' AND epoch = $e1 AND granted AND pid = ${pid:-0}")" = 1
 # the grant expires (within 5 s; 15 s allowed)
@@ -93,18 +101,7 @@ check "then the takeover succeeds, with a larger epoch" test "${e2:-0}" -gt "$e1
 q "CREATE TABLE down (id int, epoch bigint)" >/dev/null
 q "SELECT lease_fence('down', 'R', store => 'other-store/db'); SELECT lease_raise('other-store/db', 'R', 10)" >/dev/null
 q "GRANT EXECUTE ON FUNCTION lease_raise(text, text, bigint) TO app_user" >/dev/null
-rm -f "$work/stall.pid" "$work/go"
-PGUSER=app_user psql -X -q -A -t -v ON_ERROR_STOP=1 >"$work/stall.out" 2>&1 <<SQL &
-\o $work/stall.pid
-SELECT pg_backend_pid();
-\o
-BEGIN;
-SELECT lease_raise('other-store/db', 'R', 20);
-\! for i in \$(seq 1200); do [ -e $work/go ] && break; sleep 0.1; done
-COMMIT;
-SQL
-stalled=$!
-pid=$(idle_in_transaction_pid "$work/stall.pid")
+stall "SELECT lease_raise('other-store/db', 'R', 20);"
 check "app_user's raise to 20 holds the floor lock of 20, idle in its transaction" \
 	test "$(q "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 19526 AND objsubid = 2
 		AND objid = (lease_sql_floor_key('other-store/db', 'R', 20)::bigint & 4294967295)::oid
