@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "nodes/bitmapset.h"
+#include "tcop/pquery.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -200,9 +201,20 @@ FenceRejectNoToken(const FenceConfig *config, Relation rel)
 			 errmsg("write to fenced table \"%s\" carries no fencing token for lease \"%s\"",
 					RelationGetRelationName(rel), config->lease),
 			 errdetail("The table is fenced by lease \"%s\".", config->lease),
-			 errhint("Call lease_use('%s', <epoch>) in the transaction, set pg_lease.epoch, "
-					 "or write the epoch into column \"%s\".",
-					 config->lease, config->column)));
+			 LeaseFenceHint(errhint("Call lease_use('%s', <epoch>) in the transaction, set pg_lease.epoch, "
+									"or write the epoch into column \"%s\".",
+									config->lease, config->column))));
+}
+
+/*
+ * Whether this write is part of a COPY FROM (the top-level command's tag):
+ * a refusal then carries LEASE_FENCE_RESTORE_HINT.  Only the hint depends
+ * on it, never whether the write passes.
+ */
+bool
+LeaseFenceInCopy(void)
+{
+	return ActivePortal != NULL && ActivePortal->commandTag == CMDTAG_COPY;
 }
 
 static bool
@@ -225,7 +237,8 @@ FenceReject(const FenceConfig *config, Relation rel, int64 token, const LeaseRow
 				(errcode(ERRCODE_LEASE_NOT_HELD),
 				 errmsg("fenced write to \"%s\" rejected: lease \"%s\" does not exist",
 						RelationGetRelationName(rel), config->lease),
-				 errdetail("The write carries epoch " INT64_FORMAT ".", token)));
+				 errdetail("The write carries epoch " INT64_FORMAT ".", token),
+				 LeaseFenceHint(0)));
 	}
 	if (token != row->epoch)
 		FenceCountRejection(config, LEASE_COUNT_REJECTED_STALE);
@@ -236,13 +249,14 @@ FenceReject(const FenceConfig *config, Relation rel, int64 token, const LeaseRow
 						RelationGetRelationName(rel), token, config->lease),
 				 errdetail("The current epoch is " INT64_FORMAT "; a newer grant replaced the writer's.",
 						   row->epoch),
-				 errhint("The writer no longer leads: it must stop and acquire the lease again.")));
+				 LeaseFenceHint(errhint("The writer no longer leads: it must stop and acquire the lease again."))));
 	if (token != row->epoch)
 		ereport(ERROR,
 				(errcode(ERRCODE_LEASE_STALE_EPOCH),
 				 errmsg("fenced write to \"%s\" rejected: epoch " INT64_FORMAT " was never granted for lease \"%s\"",
 						RelationGetRelationName(rel), token, config->lease),
-				 errdetail("The current epoch is " INT64_FORMAT ".", row->epoch)));
+				 errdetail("The current epoch is " INT64_FORMAT ".", row->epoch),
+				 LeaseFenceHint(0)));
 
 	FenceCountRejection(config, LEASE_COUNT_REJECTED_NOT_HELD);
 	if (!row->held)
@@ -251,13 +265,15 @@ FenceReject(const FenceConfig *config, Relation rel, int64 token, const LeaseRow
 				 errmsg("fenced write to \"%s\" rejected: lease \"%s\" is not held",
 						RelationGetRelationName(rel), config->lease),
 				 errdetail("Epoch " INT64_FORMAT " is the latest grant, but it was released or revoked.",
-						   token)));
+						   token),
+				 LeaseFenceHint(0)));
 	ereport(ERROR,
 			(errcode(ERRCODE_LEASE_NOT_HELD),
 			 errmsg("fenced write to \"%s\" rejected: lease \"%s\" expired",
 					RelationGetRelationName(rel), config->lease),
 			 errdetail("Epoch " INT64_FORMAT " is the latest grant, but it expired at %s.",
-					   token, timestamptz_to_str(row->expires_at))));
+					   token, timestamptz_to_str(row->expires_at)),
+			 LeaseFenceHint(0)));
 }
 
 /*

@@ -44,7 +44,7 @@ DownstreamRejectStale(const LeaseFloorKey *key, Relation rel, int64 token, int64
 			 errdetail("The floor of lease \"%s\" of store \"%s\" is " INT64_FORMAT
 					   "; a newer grant replaced the writer's.",
 					   key->name, key->store, floor),
-			 errhint("The writer no longer leads: it must stop and acquire the lease again.")));
+			 LeaseFenceHint(errhint("The writer no longer leads: it must stop and acquire the lease again."))));
 }
 
 static void
@@ -58,8 +58,8 @@ DownstreamRejectUnnamed(const LeaseFloorKey *key, Relation rel, int64 token, int
 			 errdetail("Epoch " INT64_FORMAT " is not the floor (" INT64_FORMAT ") of lease \"%s\" of store \"%s\", "
 					   "and a token not named for the lease never moves its floor: it may be another lease's.",
 					   token, floor, key->name, key->store),
-			 errhint("Raise the floor first with lease_raise(), or call lease_use('%s', <epoch>) in the transaction.",
-					 key->name)));
+			 LeaseFenceHint(errhint("Raise the floor first with lease_raise(), or call lease_use('%s', <epoch>) in the transaction.",
+									key->name))));
 }
 
 /*

@@ -241,6 +241,24 @@ extern int64 LeaseFloorHold(const LeaseFloorKey *key, int64 epoch);
 extern int64 LeaseFloorCheck(const LeaseFloorKey *key, int64 epoch);
 extern int64 LeaseFloorPeek(const LeaseFloorKey *key);
 
+/*
+ * fence.c: a fenced write refused inside COPY FROM is, as like as not, a
+ * data-only restore of a dump (pg_restore --data-only, a data-only SQL
+ * dump), whose rows carry the epochs of earlier grants and never pass: the
+ * refusal (same message, same SQLSTATE) then says how a dump is restored.
+ * The SQL edition gives the same hint (lease_sql_copy_hint).
+ */
+#define LEASE_FENCE_RESTORE_HINT \
+	"If this COPY restores a dump (pg_restore --data-only, or a data-only SQL dump), " \
+	"rows written under earlier grants never pass the fence: restore the whole dump in one run " \
+	"(its data goes in before the fence triggers), or disable trigger pg_lease_fence of the table " \
+	"for the data step and enable it after (docs/operations.md, " \
+	"\"Moving from the C edition to a managed service\")."
+extern bool LeaseFenceInCopy(void);
+/* errhint(LEASE_FENCE_RESTORE_HINT) in a COPY, else OTHER (an errhint() call, or 0) */
+#define LeaseFenceHint(other) \
+	(LeaseFenceInCopy() ? errhint("%s", LEASE_FENCE_RESTORE_HINT) : (other))
+
 /* fence_downstream.c: the fence trigger on a table fenced by a floor */
 extern void LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token);
 extern int64 LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel,
