@@ -28,6 +28,23 @@ BEGIN
 END
 $committed$;
 
+-- A fenced write refused inside COPY FROM is, as like as not, a data-only
+-- restore of a dump (pg_restore --data-only, a data-only SQL dump), whose
+-- rows carry the epochs of earlier grants and never pass: the refusal (same
+-- message, same SQLSTATE) then says how a dump is restored, as
+-- extension/fence.c's LEASE_FENCE_RESTORE_HINT does. The C edition reads
+-- the command's tag; here the client's statement tells. Null otherwise.
+-- Only the hint depends on it, never whether a write passes.
+CREATE FUNCTION @extschema@.lease_sql_copy_hint()
+	RETURNS text
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $copy_hint$
+	SELECT CASE WHEN current_query() ~* '^\s*copy\s' THEN
+		'If this COPY restores a dump (pg_restore --data-only, or a data-only SQL dump), rows written under earlier grants never pass the fence: restore the whole dump in one run (its data goes in before the fence triggers), or disable trigger pg_lease_fence of the table for the data step and enable it after (docs/operations.md, "Moving from the C edition to a managed service").'
+	END
+$copy_hint$;
+
 -- The epochs listed in pg_lease.epoch (empty: none).
 CREATE FUNCTION @extschema@.lease_sql_setting_epochs()
 	RETURNS bigint[]
@@ -209,7 +226,7 @@ BEGIN
 		RAISE EXCEPTION 'write to fenced table "%" carries no fencing token for lease "%"', TG_TABLE_NAME, lease
 			USING ERRCODE = 'LS003',
 				  DETAIL = format('The table is fenced by lease "%s".', lease),
-				  HINT = format('Call lease_use(''%s'', <epoch>) in the transaction, set pg_lease.epoch, or write the epoch into column "%s".', lease, col);
+				  HINT = coalesce(@extschema@.lease_sql_copy_hint(), format('Call lease_use(''%s'', <epoch>) in the transaction, set pg_lease.epoch, or write the epoch into column "%s".', lease, col));
 	END IF;
 
 	IF store IS NOT NULL THEN
@@ -247,6 +264,10 @@ DECLARE
 	expires_at timestamptz;
 	replaced xid;
 	present boolean;
+	code text;		-- a refusal: SQLSTATE, message, detail, hint
+	msg text;
+	detail text;
+	hint text;
 BEGIN
 	-- The grant's fence lock (taken again, it is only counted), then the
 	-- newest row. With a list, the grant may change between choosing and
@@ -275,25 +296,33 @@ BEGIN
 
 	-- Each test fails closed: a NULL never lets the write through.
 	IF present IS NOT TRUE THEN
-		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" does not exist', tbl, lease
-			USING ERRCODE = 'LS002', DETAIL = format('The write carries epoch %s.', token);
+		code := 'LS002';
+		msg := format('fenced write to "%s" rejected: lease "%s" does not exist', tbl, lease);
+		detail := format('The write carries epoch %s.', token);
 	ELSIF token < current_epoch THEN
-		RAISE EXCEPTION 'fenced write to "%" rejected: epoch % of lease "%" is stale', tbl, token, lease
-			USING ERRCODE = 'LS001',
-				  DETAIL = format('The current epoch is %s; a newer grant replaced the writer''s.', current_epoch),
-				  HINT = 'The writer no longer leads: it must stop and acquire the lease again.';
+		code := 'LS001';
+		msg := format('fenced write to "%s" rejected: epoch %s of lease "%s" is stale', tbl, token, lease);
+		detail := format('The current epoch is %s; a newer grant replaced the writer''s.', current_epoch);
+		hint := 'The writer no longer leads: it must stop and acquire the lease again.';
 	ELSIF token <> current_epoch THEN
-		RAISE EXCEPTION 'fenced write to "%" rejected: epoch % was never granted for lease "%"', tbl, token, lease
-			USING ERRCODE = 'LS001', DETAIL = format('The current epoch is %s.', current_epoch);
+		code := 'LS001';
+		msg := format('fenced write to "%s" rejected: epoch %s was never granted for lease "%s"', tbl, token, lease);
+		detail := format('The current epoch is %s.', current_epoch);
 	ELSIF held IS NOT TRUE THEN
-		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" is not held', tbl, lease
-			USING ERRCODE = 'LS002',
-				  DETAIL = format('Epoch %s is the latest grant, but it was released or revoked.', token);
+		code := 'LS002';
+		msg := format('fenced write to "%s" rejected: lease "%s" is not held', tbl, lease);
+		detail := format('Epoch %s is the latest grant, but it was released or revoked.', token);
 	ELSIF expires_at IS NULL OR clock_timestamp() >= expires_at THEN
-		RAISE EXCEPTION 'fenced write to "%" rejected: lease "%" expired', tbl, lease
-			USING ERRCODE = 'LS002',
-				  DETAIL = format('Epoch %s is the latest grant, but it expired at %s.', token, expires_at);
+		code := 'LS002';
+		msg := format('fenced write to "%s" rejected: lease "%s" expired', tbl, lease);
+		detail := format('Epoch %s is the latest grant, but it expired at %s.', token, expires_at);
+	ELSE
+		RETURN token;
 	END IF;
-	RETURN token;
+	hint := coalesce(@extschema@.lease_sql_copy_hint(), hint);
+	IF hint IS NULL THEN
+		RAISE EXCEPTION USING ERRCODE = code, MESSAGE = msg, DETAIL = detail;
+	END IF;
+	RAISE EXCEPTION USING ERRCODE = code, MESSAGE = msg, DETAIL = detail, HINT = hint;
 END
 $fence_check$;

@@ -252,7 +252,7 @@ BEGIN
 			RAISE EXCEPTION 'fenced write to "%" rejected: epoch % of lease "%" is below its floor', tbl, tokens[1], lease
 				USING ERRCODE = 'LS001',
 					  DETAIL = format('The floor of lease "%s" of store "%s" is %s; a newer grant replaced the writer''s.', lease, store, floor),
-					  HINT = 'The writer no longer leads: it must stop and acquire the lease again.';
+					  HINT = coalesce(@extschema@.lease_sql_copy_hint(), 'The writer no longer leads: it must stop and acquire the lease again.');
 		END IF;
 		RETURN tokens[1];
 	END IF;
@@ -271,12 +271,12 @@ BEGIN
 		RAISE EXCEPTION 'fenced write to "%" rejected: epoch % of lease "%" is below its floor', tbl, highest, lease
 			USING ERRCODE = 'LS001',
 				  DETAIL = format('The floor of lease "%s" of store "%s" is %s; a newer grant replaced the writer''s.', lease, store, floor),
-				  HINT = 'The writer no longer leads: it must stop and acquire the lease again.';
+				  HINT = coalesce(@extschema@.lease_sql_copy_hint(), 'The writer no longer leads: it must stop and acquire the lease again.');
 	END IF;
 	RAISE EXCEPTION 'write to fenced table "%" carries no token known to be of lease "%"', tbl, lease
 		USING ERRCODE = 'LS003',
 			  DETAIL = format('Epoch %s is not the floor (%s) of lease "%s" of store "%s", and a token not named for the lease never moves its floor: it may be another lease''s.', highest, floor, lease, store),
-			  HINT = format('Raise the floor first with lease_raise(), or call lease_use(''%s'', <epoch>) in the transaction.', lease);
+			  HINT = coalesce(@extschema@.lease_sql_copy_hint(), format('Raise the floor first with lease_raise(), or call lease_use(''%s'', <epoch>) in the transaction.', lease));
 END
 $floor_check$;
 
