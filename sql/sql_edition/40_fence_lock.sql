@@ -8,7 +8,8 @@
 -- event; 5 s after that the change fails with 55P03. Ending another role's
 -- backends needs pg_signal_backend (a superuser's, superuser): without it
 -- the change waits out that bound and fails, and the stalled writer keeps
--- the lease's next holder out until its transaction ends.
+-- the lease's next holder out until its transaction ends; but a writer
+-- idle in its transaction ends itself first (lease_sql_bound_idle below).
 --
 -- The same wait ends the writers of a downstream floor (class 19526) for
 -- lease_raise, those of the old floor and those of a lower raise still
@@ -118,3 +119,79 @@ BEGIN
 END
 $lock_for_change$;
 REVOKE EXECUTE ON FUNCTION @extschema@.lease_sql_lock_for_change(text, text, bigint, timestamptz) FROM PUBLIC;
+
+-- A fenced transaction the owner may not end (issue 52, item 5: no
+-- pg_signal_backend, as on many managed services) bounds itself: each
+-- fenced statement that passes (lease_use that takes the lock, a write
+-- the fence lets through) sets the transaction's own
+-- idle_in_transaction_session_timeout (SET LOCAL: a user-settable
+-- parameter, no right needed, gone at the transaction's end) to the rest
+-- of its grant plus pg_lease.takeover_timeout. A writer left idle after
+-- its last fenced statement is then ended by its own server by its
+-- grant's expiry + takeover_timeout: when a change of holder, which waits
+-- takeover_timeout and 5 s more, would have ended it in C, so the lease's
+-- next holder gets it within the same bound and the stale writer never
+-- commits. Kept when the session's own timeout is already shorter; none
+-- with takeover_timeout 0 (a change waits as long as its writers take).
+-- A statement still running is not bounded by it (statement_timeout,
+-- which the database's owner may set with ALTER DATABASE, is).
+--
+-- None where the owner (current_user: this is SECURITY DEFINER) may end
+-- the session's backend, as pg_terminate_backend decides: a superuser's
+-- only as a superuser, any other's with pg_signal_backend or the
+-- privileges of its role. That answer is kept for the session in
+-- pg_lease_sql.may_end (the session role's name), which the callers read
+-- before calling (a grant or revoke of pg_signal_backend counts from the
+-- session's next connection). A role could set it, or its own timeout
+-- after its last fenced statement, to escape the bound: the bound is for
+-- stalled writers, not hostile ones (a writing role can hold the lock by
+-- running statements anyway).
+CREATE FUNCTION @extschema@.lease_sql_bound_idle(expires_at timestamptz)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $bound_idle$
+DECLARE
+	takeover_ms bigint;
+	bound_ms bigint;
+	idle text;
+BEGIN
+	IF session_user = current_user
+	   OR ((pg_has_role(session_user, 'USAGE') OR pg_has_role('pg_signal_backend', 'USAGE'))
+		   AND (NOT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user), false)
+				OR coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user), false))) THEN
+		PERFORM set_config('pg_lease_sql.may_end', session_user, false);
+		RETURN;
+	END IF;
+	takeover_ms := @extschema@.lease_sql_setting_ms('pg_lease.takeover_timeout', 1000);
+	IF expires_at IS NULL OR takeover_ms = 0 THEN
+		RETURN;
+	END IF;
+	bound_ms := least(greatest(ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint, 0)
+					  + takeover_ms, 2147483647);
+	-- ours (pg_lease_sql.idle_bound: set by an earlier fenced statement of
+	-- this transaction) is replaced; the session's own only by a shorter one
+	idle := current_setting('idle_in_transaction_session_timeout');
+	IF idle = '0' OR idle = current_setting('pg_lease_sql.idle_bound', true)
+	   OR extract(epoch FROM idle::interval) * 1000 > bound_ms THEN
+		PERFORM set_config('pg_lease_sql.idle_bound',
+						   set_config('idle_in_transaction_session_timeout', bound_ms::text, true), true);
+	END IF;
+END
+$bound_idle$;
+
+-- At install, as the owner: what it lacks, and what holds instead.
+DO $install_rights$
+BEGIN
+	IF NOT pg_catalog.pg_has_role('pg_signal_backend', 'USAGE') THEN
+		RAISE WARNING 'pg_lease_sql: role "%" may not end other roles'' sessions (no pg_signal_backend)', current_user
+			USING DETAIL = 'A change of holder cannot end a stalled fenced transaction of another role. One left idle '
+						   'ends itself (its idle_in_transaction_session_timeout, set by the fence) by its grant''s '
+						   'expiry + pg_lease.takeover_timeout, so failover stays bounded; one still running a '
+						   'statement keeps the lease''s next holder out until it ends (bounded by statement_timeout '
+						   'where set, e.g. ALTER DATABASE ... SET statement_timeout).',
+				  HINT = pg_catalog.format('GRANT pg_signal_backend TO %I (as a superuser, or a role with ADMIN on it), '
+										   'or CREATE EXTENSION pg_lease_sql where its files are installed.', current_user);
+	END IF;
+END
+$install_rights$;

@@ -75,6 +75,7 @@ CREATE FUNCTION @extschema@.lease_use(name text, epoch bigint)
 	AS $use$
 DECLARE
 	current_epoch bigint;
+	until timestamptz;
 BEGIN
 	IF name IS NULL OR epoch IS NULL OR octet_length(name) NOT BETWEEN 1 AND 255 OR epoch <= 0 THEN
 		-- (the checks, as calls, only when one fails: they cost a third of the call)
@@ -88,9 +89,13 @@ BEGIN
 	-- A fenced transaction from here on: the grant's fence lock at once when
 	-- the token is this database's grant of the lease (else at the first
 	-- write: a token of another store's lease takes only its floor's lock).
-	SELECT l.epoch INTO current_epoch FROM @extschema@.leases l WHERE l.name = lease_use.name;
+	-- (and a writer its owner may not end bounds itself: lease_sql_bound_idle)
+	SELECT l.epoch, l.expires_at INTO current_epoch, until FROM @extschema@.leases l WHERE l.name = lease_use.name;
 	IF current_epoch = epoch THEN
 		PERFORM pg_advisory_xact_lock_shared(19539, @extschema@.lease_sql_fence_key(epoch));
+		IF current_setting('pg_lease_sql.may_end', true) IS DISTINCT FROM session_user THEN
+			PERFORM @extschema@.lease_sql_bound_idle(until);
+		END IF;
 	END IF;
 END
 $use$;
@@ -116,6 +121,7 @@ DECLARE
 	listed bigint[];
 	newrow jsonb;	-- NEW (or OLD for DELETE) as jsonb, made once
 	passed boolean;
+	until timestamptz;
 BEGIN
 	-- The fast path, in as few statements as PL/pgSQL allows (each is set
 	-- up again in every transaction): a row of a local fence, under a token
@@ -144,9 +150,14 @@ BEGIN
 			-- transaction replaced or locked (its xmax set) goes on to the full
 			-- check, which tells an old snapshot from a lock.
 			SELECT l.epoch = token AND l.holder IS NOT NULL AND clock_timestamp() < l.expires_at
-				   AND (l.xmax = '0'::xid OR current_setting('transaction_isolation') = 'read committed')
-			  INTO passed
+				   AND (l.xmax = '0'::xid OR current_setting('transaction_isolation') = 'read committed'),
+				   l.expires_at
+			  INTO passed, until
 			  FROM @extschema@.leases l WHERE l.name = TG_ARGV[0];
+			-- A writer the owner (current_user) may not end bounds itself.
+			IF passed AND current_setting('pg_lease_sql.may_end', true) IS DISTINCT FROM session_user THEN
+				PERFORM @extschema@.lease_sql_bound_idle(until);
+			END IF;
 			IF passed AND TG_OP <> 'DELETE' AND TG_ARGV[1] = 'epoch' THEN
 				NEW.epoch := token;	-- the token goes into the row (by name: a third of jsonb's cost)
 				RETURN NEW;
@@ -317,6 +328,9 @@ BEGIN
 		msg := format('fenced write to "%s" rejected: lease "%s" expired', tbl, lease);
 		detail := format('Epoch %s is the latest grant, but it expired at %s.', token, expires_at);
 	ELSE
+		IF current_setting('pg_lease_sql.may_end', true) IS DISTINCT FROM session_user THEN
+			PERFORM @extschema@.lease_sql_bound_idle(expires_at);
+		END IF;
 		RETURN token;
 	END IF;
 	hint := coalesce(@extschema@.lease_sql_copy_hint(), hint);
