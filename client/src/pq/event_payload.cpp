@@ -9,10 +9,10 @@ namespace pglease::detail {
 notified_event read_notified_event(const std::string& payload) {
     const auto event = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
     if (!event.is_object())
-        return {"*", true};
+        return {"*", true, {}};
     const auto name = event.find("name");
     if (name == event.end() || !name->is_string())
-        return {"*", true};
+        return {"*", true, {}};
     const auto kind = event.find("event");
     const bool freed =
         kind == event.end() || !kind->is_string() || *kind == "released" || *kind == "revoked";
