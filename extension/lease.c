@@ -62,7 +62,7 @@ lease_release(PG_FUNCTION_ARGS)
 	LeaseRow	row;
 	bool		released = false;
 
-	LeaseBegin(fcinfo);
+	LeaseBeginRelease(fcinfo);
 	if (LeaseLockGrantOfRecord(name, holder, epoch, LEASE_LOCK_CHANGE, &row))
 	{
 		LeaseLockForChange(name, &row);

@@ -14,7 +14,8 @@
  * exclusively in the lock manager, which waits for that grant's fenced
  * writers (fence_lock.c; takeover.c for writers that still lock the row, as
  * 1.2 did).  Functions that write raise synchronous_commit for their
- * transaction, so nothing they grant is acknowledged before it is durable.
+ * transaction, so nothing they grant is acknowledged before it is durable
+ * (but a release: LeaseBeginRelease).
  *
  *-------------------------------------------------------------------------
  */
@@ -50,6 +51,19 @@ void
 LeaseBegin(FunctionCallInfo fcinfo)
 {
 	LeaseRequireDurableCommit();
+	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
+}
+
+/*
+ * As LeaseBegin, for a release: its commit is as durable as the caller's
+ * synchronous_commit.  A lost release only keeps the lease until its ttl
+ * (never two holders), and the next grant, a durable commit, makes it
+ * durable first (WAL is flushed in order), so a client may release with
+ * synchronous_commit off: one durable commit on a handover's path.
+ */
+void
+LeaseBeginRelease(FunctionCallInfo fcinfo)
+{
 	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
 }
 

@@ -46,6 +46,7 @@ typedef struct LeaseGrant
 
 extern void LeaseRequireDurableCommit(void);
 extern void LeaseBegin(FunctionCallInfo fcinfo);
+extern void LeaseBeginRelease(FunctionCallInfo fcinfo);
 extern void LeaseEnd(text *name);
 extern bool LeaseFindForLock(text *name, LeaseRow *row);
 extern bool LeaseLockFound(LeaseRow *row, LeaseLockIntent intent);

@@ -77,7 +77,8 @@ SELECT * FROM lease_renew_many(NULL, 'worker-a', ARRAY[1]);
 SELECT * FROM lease_renew_many(ARRAY['a'], 'worker-a', ARRAY[1], '0s');
 SELECT count(*) FROM lease_renew_many('{}', 'worker-a', '{}');
 
--- every function raises synchronous_commit for its transaction when it is off or local
+-- every function raises synchronous_commit for its transaction when it is off or local,
+-- but lease_release: a lost release only keeps the lease until its ttl
 BEGIN;
 SET LOCAL synchronous_commit = off;
 SELECT acquired FROM lease_acquire('durable', 'worker-a', '30s');
@@ -90,6 +91,12 @@ SHOW synchronous_commit;
 COMMIT;
 BEGIN;
 SET LOCAL synchronous_commit = remote_apply;
+SELECT lease_release('durable', 'worker-a', (SELECT epoch FROM leases WHERE name = 'durable'));
+SHOW synchronous_commit;
+COMMIT;
+SELECT acquired FROM lease_acquire('durable', 'worker-a', '30s');
+BEGIN;
+SET LOCAL synchronous_commit = off;
 SELECT lease_release('durable', 'worker-a', (SELECT epoch FROM leases WHERE name = 'durable'));
 SHOW synchronous_commit;
 COMMIT;

@@ -298,7 +298,9 @@ BEGIN
 	name := @extschema@.lease_sql_label(name, 'lease name');
 	holder := @extschema@.lease_sql_label(holder, 'holder');
 	epoch := @extschema@.lease_sql_epoch_arg(epoch);
-	PERFORM @extschema@.lease_sql_durable();
+	-- as durable as the caller's synchronous_commit (as in the C edition):
+	-- a lost release only keeps the lease until its ttl, and the next
+	-- grant, a durable commit, makes it durable first (WAL order)
 	l := @extschema@.lease_sql_grant_of_record(name, holder, epoch, true);
 	IF l.name IS NULL THEN
 		RETURN false;

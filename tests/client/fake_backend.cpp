@@ -90,7 +90,17 @@ bool fake_backend::revoke(const std::string& name) {
 }
 
 std::optional<lease_record> fake_backend::status(const std::string& name) {
+    ++m_statuses;
     return call([&] { return m_inner->status(name); });
+}
+
+std::optional<lease_record> fake_backend::status_if_durable(const std::string& name) {
+    ++m_statuses;
+    return call([&] { return m_inner->status_if_durable(name); });
+}
+
+bool fake_backend::take_handover_hint(const std::string& name, const std::string& holder) noexcept {
+    return m_inner->take_handover_hint(name, holder);
 }
 
 bool fake_backend::listen() {

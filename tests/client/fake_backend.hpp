@@ -50,9 +50,11 @@ public:
     std::optional<std::int64_t> handover(const std::string& name, const std::string& holder,
                                          std::int64_t epoch, const std::string& successor) override;
     std::optional<lease_record> status(const std::string& name) override;
+    std::optional<lease_record> status_if_durable(const std::string& name) override;
     bool listen() override;
     bool wait_for_change(const std::string& name, clock::time_point until) noexcept override;
     void interrupt() noexcept override;
+    bool take_handover_hint(const std::string& name, const std::string& holder) noexcept override;
     /// The store's identity as a lease store: "fake-store".
     std::string store_id(clock::time_point deadline) override;
 
@@ -80,6 +82,7 @@ public:
     [[nodiscard]] int acquires() const noexcept { return m_acquires; }
     [[nodiscard]] int renews() const noexcept { return m_renews; }
     [[nodiscard]] int waits() const noexcept { return m_waits; }
+    [[nodiscard]] int statuses() const noexcept { return m_statuses; }
 
 private:
     template <typename F>
@@ -102,6 +105,7 @@ private:
     std::atomic<int> m_acquires{0};
     std::atomic<int> m_renews{0};
     std::atomic<int> m_waits{0};
+    std::atomic<int> m_statuses{0};
 };
 
 } // namespace pglease::test

@@ -50,7 +50,17 @@ public:
         return m_inner->release_many(n, h, e, d);
     }
     bool revoke(const std::string& n) override { return m_inner->revoke(n); }
+    std::optional<std::int64_t> handover(const std::string& n, const std::string& h,
+                                         std::int64_t e, const std::string& s) override {
+        return m_inner->handover(n, h, e, s);
+    }
+    bool take_handover_hint(const std::string& n, const std::string& h) noexcept override {
+        return m_inner->take_handover_hint(n, h);
+    }
     std::optional<lease_record> status(const std::string& n) override { return m_inner->status(n); }
+    std::optional<lease_record> status_if_durable(const std::string& n) override {
+        return m_inner->status_if_durable(n);
+    }
     std::vector<lease_record> list(const std::string& p) override { return m_inner->list(p); }
     bool listen() override { return m_inner->listen(); }
     bool wait_for_change(const std::string& n, clock::time_point u) noexcept override {

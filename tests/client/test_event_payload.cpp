@@ -1,7 +1,8 @@
 /// @file test_event_payload.cpp
 /// @brief Reading NOTIFY pg_lease payloads, as the extension sends them
 /// (the JSON below is what `LISTEN pg_lease` shows in psql): the lease's
-/// name, and whether it is free now (what wakes a lease_set).
+/// name, whether it is free now (what wakes a lease_set), and a
+/// handover's successor.
 #include "pq/event_payload.hpp"
 
 #include <gtest/gtest.h>
@@ -28,6 +29,16 @@ TEST(event_payload, grants_takeovers_handovers_and_evictions_are_not) {
         EXPECT_EQ(e.name, "jobs/7") << event;
         EXPECT_FALSE(e.freed) << event;
     }
+}
+
+// A handover names its successor, which then confirms its grant with a
+// read; no other event names one.
+TEST(event_payload, a_handover_names_its_successor) {
+    EXPECT_EQ(read_notified_event(payload("handover", "jobs/7")).handed_to, "x");
+    for (const char* event : {"acquired", "takeover", "released", "revoked", "evict"})
+        EXPECT_EQ(read_notified_event(payload(event, "jobs/7")).handed_to, "") << event;
+    EXPECT_EQ(read_notified_event(R"({"event":"handover","name":"j","holder":null})").handed_to, "");
+    EXPECT_EQ(read_notified_event(R"({"event":"handover","name":"j","holder":7})").handed_to, "");
 }
 
 TEST(event_payload, an_unreadable_payload_wakes_every_waiter) {

@@ -225,6 +225,82 @@ TEST_F(lease_fixture, a_release_gives_up_after_three_calls_or_once_the_grant_may
     EXPECT_EQ(store.row("job").holder, "a");
 }
 
+// A planned handover: the successor, told of it by NOTIFY, confirms its
+// grant with a read (lease_status) instead of an acquire, which would make
+// a second durable commit; its deadline counts from the read's send time
+// and the time left that the server reported.
+TEST_F(lease_fixture, a_handover_told_by_notify_is_confirmed_by_a_read_not_an_acquire) {
+    ASSERT_TRUE(db_b.listen());
+    ASSERT_TRUE(a.acquire());
+    EXPECT_FALSE(b.acquire());
+    clk.advance(2s);
+    const auto handed = a.hand_over("b");
+    ASSERT_TRUE(handed.has_value());
+    EXPECT_TRUE(db_b.wait_for_change("job", clk.now())); // the NOTIFY
+    const int acquires = db_b.acquires();
+    db_b.latency(200ms); // the server reads the row 200 ms after the send
+    const auto sent = clk.now();
+    ASSERT_TRUE(b.acquire());
+    EXPECT_EQ(db_b.acquires(), acquires) << "the successor wrote its own grant";
+    EXPECT_EQ(db_b.statuses(), 1);
+    EXPECT_TRUE(b.held());
+    EXPECT_EQ(b.epoch(), *handed);
+    EXPECT_EQ(b.holder(), "b");
+    // From the send: 9.8 s were left when the server read the row, less
+    // the 1 s margin (from the reply it would be 200 ms later).
+    EXPECT_EQ(b.deadline(), sent + 9800ms - 1s);
+    EXPECT_EQ(b.renewed_at(), sent);
+    db_b.latency(0ms);
+    clk.advance(3s);
+    EXPECT_TRUE(b.renew()); // the grant is the server's: renew works on it
+    EXPECT_EQ(b.epoch(), *handed);
+}
+
+TEST_F(lease_fixture, a_handover_to_another_identity_is_no_hint) {
+    ASSERT_TRUE(db_b.listen());
+    ASSERT_TRUE(a.acquire());
+    ASSERT_TRUE(a.hand_over("c").has_value());
+    EXPECT_TRUE(db_b.wait_for_change("job", clk.now()));
+    const int acquires = db_b.acquires();
+    EXPECT_FALSE(b.acquire());
+    EXPECT_EQ(db_b.acquires(), acquires + 1);
+    EXPECT_EQ(db_b.statuses(), 0);
+    EXPECT_EQ(b.holder(), "c");
+}
+
+// The hint is only a hint: when the read does not show the grant as ours
+// (revoked meanwhile, a forged NOTIFY), or too little of it is left to
+// lead on, the acquire follows and decides.
+TEST_F(lease_fixture, a_handover_hint_the_read_does_not_confirm_falls_back_to_the_acquire) {
+    ASSERT_TRUE(db_b.listen());
+    ASSERT_TRUE(a.acquire());
+    const auto handed = a.hand_over("b");
+    ASSERT_TRUE(handed.has_value());
+    EXPECT_TRUE(db_b.wait_for_change("job", clk.now()));
+    ASSERT_TRUE(store.revoke("job")); // after b heard of the handover
+    const int acquires = db_b.acquires();
+    ASSERT_TRUE(b.acquire());
+    EXPECT_EQ(db_b.statuses(), 1);
+    EXPECT_EQ(db_b.acquires(), acquires + 1);
+    EXPECT_GT(b.epoch(), *handed); // a new grant of the free lease
+}
+
+TEST_F(lease_fixture, a_handed_grant_with_less_than_the_margin_left_is_extended_by_an_acquire) {
+    ASSERT_TRUE(db_b.listen());
+    ASSERT_TRUE(a.acquire());
+    const auto handed = a.hand_over("b");
+    ASSERT_TRUE(handed.has_value());
+    EXPECT_TRUE(db_b.wait_for_change("job", clk.now()));
+    clk.advance(9500ms); // 0.5 s left, under the 1 s margin
+    const int acquires = db_b.acquires();
+    const auto sent = clk.now();
+    ASSERT_TRUE(b.acquire());
+    EXPECT_EQ(db_b.statuses(), 1);
+    EXPECT_EQ(db_b.acquires(), acquires + 1);
+    EXPECT_EQ(b.epoch(), *handed); // extended, the same epoch
+    EXPECT_EQ(b.deadline(), sent + 9s);
+}
+
 TEST(scoped_lease, holds_renews_and_releases) {
     fake_store store{system_clock()};
     lease_options o;

@@ -2,7 +2,8 @@
 /// @brief Planned handover against the real server: elector::yield_to() to
 /// a campaigning successor (the old work ends before the successor starts,
 /// the old epoch is refused), to an identity nobody runs (the lease waits
-/// for its ttl), and stop() with preferred_successor.
+/// for its ttl), and stop() with preferred_successor; the successor
+/// confirms the handover with a read, not a second durable commit.
 #include "handover_timeline.hpp"
 #include "pglease/pqxx_compat.hpp"
 
@@ -173,6 +174,46 @@ TEST_F(pg_handover, stop_with_preferred_successor_hands_over_instead_of_releasin
     EXPECT_EQ(tc.started, 0);
     EXPECT_TRUE(b.leading());
     a.reset();
+}
+
+// The successor is told of the handover by NOTIFY and confirms it with a
+// read: the handover's commit is the only durable commit on the path. Had
+// the successor acquired, the row's renewed_at would have moved past its
+// acquired_at (an extend); with a 30 s ttl no renew comes for 10 s.
+TEST_F(pg_handover, the_successor_confirms_the_handover_with_a_read_not_a_second_commit) {
+    const auto name = unique_name("read_confirm");
+    timeline ta;
+    timeline tb;
+    auto cfg_a = handover_config(name, ta, unique_name("read_a"));
+    auto cfg_b = handover_config(name, tb, unique_name("read_b"));
+    for (auto* c : {&cfg_a, &cfg_b}) {
+        c->ttl = 30s;
+        c->renew_deadline = 20s;
+    }
+    elector a{cfg_a};
+    a.start();
+    ASSERT_TRUE(eventually([&] { return a.leading(); }, 5s));
+    elector b{cfg_b};
+    b.start();
+    ASSERT_TRUE(eventually([&] { return b.leader() == a.identity(); }, 5s));
+
+    const auto asked = steady::now();
+    const handover_result r = a.yield_to(b.identity());
+    ASSERT_TRUE(r.ok()) << r.message;
+    ASSERT_TRUE(eventually([&] { return tb.started > 0; }, 5s));
+    EXPECT_EQ(tb.epoch.load(), r.new_epoch);
+    EXPECT_LT(tb.at(&timeline::started_at) - asked, 1000ms)
+        << "the successor waited for its timer, not the NOTIFY";
+
+    pqxx::nontransaction tx{admin()};
+    const auto row = pqxx_compat::exec1(
+        tx, "SELECT holder, epoch, renewed_at = acquired_at, clock_timestamp() < expires_at "
+            "FROM leases WHERE name = " + tx.quote(name));
+    EXPECT_EQ(row[0].as<std::string>(), b.identity());
+    EXPECT_EQ(row[1].as<std::int64_t>(), r.new_epoch);
+    EXPECT_TRUE(row[2].as<bool>()) << "the successor wrote its grant again (an acquire)";
+    EXPECT_TRUE(row[3].as<bool>());
+    EXPECT_TRUE(b.leading());
 }
 
 } // namespace

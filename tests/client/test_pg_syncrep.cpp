@@ -131,4 +131,51 @@ TEST(SyncRep, LeaseCallAnsweredAfterItsCancelIsNotAGrant) {
     EXPECT_FALSE(l.held());
 }
 
+// A handover committed by cancelling its wait for the standby is seen by
+// others, yet a failover could lose it. The successor, told of it by
+// NOTIFY, must not take it from a read (status_if_durable: nothing where a
+// synchronous standby is set): it acquires, a write that waits for the
+// standby itself, and is not a grant when that wait is cut.
+TEST(SyncRep, AHandoverSeenBeforeItIsReplicatedIsNotTakenFromARead) {
+    const std::string name = unique("syncrep_handover");
+    pqxx::connection admin{""};
+    std::int64_t epoch = 0;
+    {
+        auto canceller = cancel_after(admin.backendpid(), 300ms);
+        pqxx::nontransaction tx{admin};
+        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + name +
+                                                    "', 'old', '1 min')")[0]
+                    .as<std::int64_t>();
+        canceller.join();
+    }
+    ASSERT_GT(epoch, 0);
+
+    pglease::connection_options o;
+    o.conninfo = "";
+    o.call_timeout = 300ms;
+    o.acquire_timeout = 300ms;
+    auto db = std::make_shared<pglease::pq_backend>(o);
+    pglease::lease_options lo;
+    lo.identity = "syncrep-successor";
+    lo.ttl = 30s;
+    pglease::lease successor{*db, name, lo};
+    ASSERT_TRUE(db->listen());
+    {
+        auto canceller = cancel_after(admin.backendpid(), 300ms);
+        pqxx::nontransaction tx{admin};
+        const auto handed = pglease::pqxx_compat::exec1(
+            tx, "SELECT lease_handover('" + name + "', 'old', " + std::to_string(epoch) +
+                    ", 'syncrep-successor')")[0];
+        canceller.join();
+        ASSERT_FALSE(handed.is_null());
+    }
+    // The NOTIFY came: the hint is there, as it would be without a standby.
+    bool told = false;
+    for (int i = 0; i < 20 && !told; ++i)
+        told = db->wait_for_change(name, std::chrono::steady_clock::now() + 100ms);
+    ASSERT_TRUE(told);
+    EXPECT_THROW((void)successor.acquire(), pglease::commit_unknown);
+    EXPECT_FALSE(successor.held());
+}
+
 } // namespace

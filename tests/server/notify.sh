@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# NOTIFY pg_lease: one JSON payload per grant, takeover, release and revoke
+# NOTIFY pg_lease: one JSON payload per grant, takeover, handover, release
+# and revoke
 # (none for renewals), delivered at commit and never for a rollback.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +34,9 @@ COMMIT;
 SELECT pg_sleep(0.2);
 SELECT 'step takeover';
 SELECT acquired FROM lease_acquire('n"otify', 'c', '30s');
+SELECT 'step handover';
+SELECT epoch FROM lease_acquire('n"otify', 'c', '30s') \gset
+SELECT lease_handover('n"otify', 'c', :epoch, 'd') IS NOT NULL;
 SELECT 'step revoke';
 SELECT lease_revoke('n"otify');
 SELECT 'step end';
@@ -54,7 +58,8 @@ for line in lines:
     if m:
         got.append((step, json.loads(m.group(1))))
 want = [("grant", "acquired", 'holder "a"'), ("release", "released", 'holder "a"'),
-        ("before commit", "acquired", "b"), ("takeover", "takeover", "c"), ("revoke", "revoked", "c")]
+        ("before commit", "acquired", "b"), ("takeover", "takeover", "c"), ("handover", "handover", "d"),
+        ("revoke", "revoked", "d")]
 ok = len(got) == len(want)
 epochs = []
 for (step, payload), (wstep, event, holder) in zip(got, want):
@@ -63,7 +68,7 @@ for (step, payload), (wstep, event, holder) in zip(got, want):
     ok &= set(payload) == {"event", "name", "holder", "epoch", "expires_at"}
     ok &= re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d$", payload["expires_at"]) is not None
     epochs.append(payload["epoch"])
-ok &= len(epochs) == 5 and epochs[0] == epochs[1] < epochs[2] < epochs[3] == epochs[4]
+ok &= len(epochs) == 6 and epochs[0] == epochs[1] < epochs[2] < epochs[3] < epochs[4] == epochs[5]
 if not ok:
     print("\n".join(lines), file=sys.stderr)
     print(got, file=sys.stderr)

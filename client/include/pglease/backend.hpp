@@ -115,6 +115,22 @@ public:
     /// Wakes a wait_for_change() in progress (or the next one). Thread-safe.
     virtual void interrupt() noexcept = 0;
 
+    /// True, once, when the events this backend received since the last
+    /// call end with a handover of lease @p name to @p holder (NOTIFY
+    /// pg_lease, event "handover"): that waiter may then confirm its grant
+    /// with status(), a read, instead of acquire(), which writes and waits
+    /// for a durable commit. Only a hint (any role may NOTIFY): it never
+    /// stands for a grant. Default: false (no events).
+    virtual bool take_handover_hint(const std::string& name, const std::string& holder) noexcept;
+
+    /// status(@p name) for a waiter that such a hint told of its grant, only
+    /// where a commit that others see is durable: nullopt when the server
+    /// has a synchronous standby (a commit whose wait for it was cancelled
+    /// is seen before it is replicated, and a failover could lose it; the
+    /// waiter then acquires, a write that waits for the standby itself).
+    /// Bounded like status(). Default: nullopt.
+    virtual std::optional<lease_record> status_if_durable(const std::string& name);
+
     // --- many leases at once (lease groups); the defaults are correct but
     // --- slower, so a backend that cannot do better need not override them.
 

@@ -69,6 +69,15 @@ public:
     /// already held it. When false, holder() and expiry_hint() tell who holds
     /// it and until when. Throws connection_lost and other errors.
     ///
+    /// After a NOTIFY pg_lease told this object's backend of a handover to
+    /// this identity (backend::take_handover_hint), the try is a read of
+    /// lease_status instead: the grant is taken as the server reports it,
+    /// the local deadline counted from the read's send time and the time
+    /// left it reported (never later than the grant's expiry), with no
+    /// durable commit of our own on the handover's path. If the read does
+    /// not show the grant as ours, or the server has a synchronous standby
+    /// (a commit seen may not be replicated yet), the acquire follows.
+    ///
     /// The call returns or fails by @p deadline (default: only the backend's
     /// acquire bound, connection_options::acquire_timeout, 5 s by default,
     /// long enough for the server to end a stalled old holder's fenced
@@ -127,7 +136,8 @@ public:
 
     /// Planned handover: stops claiming the lease (held() false at once),
     /// then lease_handover() grants it to @p successor with a new epoch; the
-    /// successor learns it with its own acquire (same epoch). The new epoch,
+    /// successor's next acquire() (woken by the NOTIFY) confirms it with a
+    /// read. The new epoch,
     /// or nullopt when this epoch was no longer the unexpired grant of record
     /// (nothing changed) or this object never held a grant. Throws like
     /// release() when the outcome is unknown. Stop this grant's fenced work
@@ -198,6 +208,12 @@ private:
     static constexpr rep lost = std::numeric_limits<rep>::min();
 
     [[nodiscard]] rep deadline_after(clock::time_point sent) const noexcept;
+    /// After a NOTIFY told of a handover to this identity: one read of
+    /// lease_status (backend::status_if_durable); if the server says this identity holds the lease, its
+    /// epoch is taken with the local deadline at the read's send time + the
+    /// time left the server reported - safety margin (no write). False when
+    /// it does not, or too little is left: acquire() then asks as usual.
+    bool confirm_handover();
 
     backend& m_db;
     const clock& m_clock;

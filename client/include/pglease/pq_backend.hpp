@@ -6,6 +6,7 @@
 #include "pglease/connection_options.hpp"
 #include "pglease/installation.hpp"
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -69,9 +70,11 @@ public:
     std::optional<std::int64_t> handover(const std::string& name, const std::string& holder,
                                          std::int64_t epoch, const std::string& successor) override;
     std::optional<lease_record> status(const std::string& name) override;
+    std::optional<lease_record> status_if_durable(const std::string& name) override;
     bool listen() override;
     bool wait_for_change(const std::string& name, clock::time_point until) noexcept override;
     void interrupt() noexcept override;
+    bool take_handover_hint(const std::string& name, const std::string& holder) noexcept override;
     /// One lease_renew_many() statement: one round trip, one commit.
     std::vector<std::optional<std::chrono::microseconds>>
     renew_many(const std::vector<std::string>& names, const std::string& holder,
@@ -152,6 +155,8 @@ private:
     /// Names seen in notifications not consumed yet; "*" = unparsable payload.
     std::set<std::string> m_changed;
     std::set<std::string> m_freed; ///< released or revoked: wait_for_free()
+    /// lease -> the successor its latest event handed it to (take_handover_hint)
+    std::map<std::string, std::string> m_handed;
 };
 
 } // namespace pglease

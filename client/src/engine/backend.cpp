@@ -62,6 +62,15 @@ bool backend::wait_for_free(const std::set<std::string>& /*names*/, clock::time_
     return wait_for_change(std::string{}, until); // no lease has an empty name
 }
 
+bool backend::take_handover_hint(const std::string& /*name*/,
+                                 const std::string& /*holder*/) noexcept {
+    return false;
+}
+
+std::optional<lease_record> backend::status_if_durable(const std::string& /*name*/) {
+    return std::nullopt;
+}
+
 std::optional<std::int64_t> backend::handover(const std::string& name, const std::string&,
                                               std::int64_t, const std::string&) {
     throw error{"lease_handover: not supported by this backend (lease \"" + name + "\")"};

@@ -35,6 +35,11 @@ lease::rep lease::deadline_after(clock::time_point sent) const noexcept {
 }
 
 bool lease::acquire(clock::time_point deadline) {
+    // A handover to us that a NOTIFY told of is confirmed by a read: the
+    // holder's commit made the grant durable, an acquire would only extend
+    // it, with a second durable commit.
+    if (m_db.take_handover_hint(m_name, m_options.identity) && confirm_handover())
+        return true;
     // Take the time before sending: the server starts the ttl later than
     // this, so sent + ttl can only be earlier than its expiry.
     const auto sent = m_clock.now();
@@ -65,6 +70,27 @@ bool lease::apply_acquire(clock::time_point sent, clock::time_point arrived,
     m_epoch.store(reply.epoch);
     m_renewed_at.store(sent.time_since_epoch().count());
     m_deadline.store(deadline_after(sent));
+    return true;
+}
+
+bool lease::confirm_handover() {
+    // The time before sending, as for acquire: the server measured the time
+    // left later than this, so sent + remaining is never after its expiry.
+    const auto sent = m_clock.now();
+    const std::optional<lease_record> row = m_db.status_if_durable(m_name);
+    if (!row || !row->valid || row->holder != m_options.identity)
+        return false; // not ours after all (a stale or forged hint), or a standby to wait for
+    const auto deadline = sent + row->remaining - m_options.effective_safety_margin();
+    if (deadline <= m_clock.now())
+        return false; // too little left to lead on: an acquire extends it
+    {
+        const std::lock_guard lock{m_mutex};
+        m_holder = row->holder;
+        m_expiry_hint = m_clock.now() + row->remaining;
+    }
+    m_epoch.store(row->epoch);
+    m_renewed_at.store(sent.time_since_epoch().count());
+    m_deadline.store(deadline.time_since_epoch().count());
     return true;
 }
 

@@ -14,6 +14,9 @@ struct notified_event {
     /// True when the lease is free now ("released", "revoked"), or when the
     /// payload cannot be read (a waiter had better look).
     bool freed = true;
+    /// The holder a "handover" event names (its successor); empty for the
+    /// other events.
+    std::string handed_to;
 };
 
 /// Reads @p payload. Never throws on bad input; fuzzed in tests/fuzz.

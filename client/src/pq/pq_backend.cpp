@@ -144,7 +144,7 @@ bool pq_backend::listen() {
         s.end_calls(); // LISTEN outside libpqxx's open transaction object
         if (!s.listener)
             s.listener = std::make_unique<pqxx_compat::channel_listener>(
-                s.conn, "pg_lease", detail::collect_events(m_changed, m_freed));
+                s.conn, "pg_lease", detail::collect_events(m_changed, m_freed, m_handed));
         return true;
     } catch (const std::exception&) {
         return false;
@@ -235,6 +235,14 @@ bool pq_backend::wait_for_free(const std::set<std::string>& names, clock::time_p
             return hits;
         },
         until);
+}
+
+bool pq_backend::take_handover_hint(const std::string& name, const std::string& holder) noexcept {
+    const auto it = m_handed.find(name);
+    if (it == m_handed.end() || it->second != holder)
+        return false;
+    m_handed.erase(it);
+    return true;
 }
 
 void pq_backend::interrupt() noexcept {

@@ -36,6 +36,16 @@ std::optional<lease_record> pq_backend::status(const std::string& name) {
                 });
 }
 
+std::optional<lease_record> pq_backend::status_if_durable(const std::string& name) {
+    return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
+                [&]() -> std::optional<lease_record> {
+                    const pqxx::result r = m_session->exec(m_sql->status_if_durable, name);
+                    if (r.empty())
+                        return std::nullopt;
+                    return record_of(r[0]);
+                });
+}
+
 std::vector<std::optional<std::chrono::microseconds>>
 pq_backend::renew_many(const std::vector<std::string>& names, const std::string& holder,
                        const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,

@@ -82,7 +82,7 @@ pq_backend::session& pq_backend::live(clock::time_point connect_by) {
     if (m_listen_wanted) {
         try {
             m_session->listener = std::make_unique<pqxx_compat::channel_listener>(
-                m_session->conn, "pg_lease", detail::collect_events(m_changed, m_freed));
+                m_session->conn, "pg_lease", detail::collect_events(m_changed, m_freed, m_handed));
         } catch (const std::exception&) {
             // Degrade: waiters wake at the known expiry only.
         }

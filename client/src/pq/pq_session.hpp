@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -29,13 +30,19 @@ namespace detail {
 
 /// Collects the lease names of NOTIFY pg_lease payloads: every event's
 /// lease name goes to @p changed, the names of leases that are free now
-/// (released, revoked) to @p freed as well.
-inline pqxx_compat::channel_listener::handler collect_events(std::set<std::string>& changed,
-                                                             std::set<std::string>& freed) {
-    return [&changed, &freed](const std::string& payload, int /*backend_pid*/) {
+/// (released, revoked) to @p freed as well, and @p handed maps a lease to
+/// the successor of its handover while that is its latest event.
+inline pqxx_compat::channel_listener::handler
+collect_events(std::set<std::string>& changed, std::set<std::string>& freed,
+               std::map<std::string, std::string>& handed) {
+    return [&changed, &freed, &handed](const std::string& payload, int /*backend_pid*/) {
         detail::notified_event event = detail::read_notified_event(payload);
         if (event.freed)
             freed.insert(event.name);
+        if (!event.handed_to.empty() && handed.size() < 1024)
+            handed[event.name] = std::move(event.handed_to);
+        else
+            handed.erase(event.name);
         changed.insert(std::move(event.name));
     };
 }

@@ -46,10 +46,17 @@ pq_statements::pq_statements(const std::string& schema)
                       "($1, $2, $3::interval, $4::interval) AS r"}
     , renew{"SELECT (date_part('epoch', " + qualified_name(schema, "lease_renew") +
             "($1, $2, $3, $4::interval) - clock_timestamp()) * 1000000)::bigint"}
-    , release{"SELECT " + qualified_name(schema, "lease_release") + "($1, $2, $3)"}
+    // A release need not wait for its WAL flush: lost in a crash, the lease
+    // only waits for its ttl; the successor's grant, a durable commit,
+    // flushes it first. One durable commit on a handover's path.
+    , release{"SELECT " + qualified_name(schema, "lease_release") +
+              "($1, $2, $3) FROM pg_catalog.set_config('synchronous_commit', 'off', true)"}
     , revoke{"SELECT " + qualified_name(schema, "lease_revoke") + "($1)"}
     , handover{"SELECT " + qualified_name(schema, "lease_handover") + "($1, $2, $3, $4)"}
     , status{status_columns + qualified_name(schema, "lease_status") + " WHERE name = $1"}
+    , status_if_durable{status_columns + qualified_name(schema, "lease_status") +
+                        " WHERE name = $1 AND "
+                        "pg_catalog.current_setting('synchronous_standby_names') = ''"}
     , list{status_columns + qualified_name(schema, "lease_status") +
            " WHERE starts_with(name, $1) ORDER BY name"}
     // Both arrays travel as one parameter each, in array literal syntax.

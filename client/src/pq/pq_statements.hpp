@@ -32,6 +32,9 @@ struct pq_statements {
     statement revoke;
     statement handover;
     statement status;
+    /// status, only where a visible commit is a durable one (no synchronous
+    /// standby, whose cancelled wait would show a commit not replicated)
+    statement status_if_durable;
     statement list;
     statement renew_many;
     statement acquire_many;

@@ -35,9 +35,10 @@ bool store_state::due(const waiter& w) const noexcept {
     return w.interrupted || (w.listening && has_event(w)) || clk.now() >= w.until;
 }
 
-void store_state::notify(const std::string& name, bool is_free) {
+void store_state::notify(const std::string& name, bool is_free, const std::string& successor) {
     log.push_back(name);
     freed.push_back(is_free);
+    handed_to.push_back(successor);
     changed.notify_all();
 }
 
@@ -254,7 +255,7 @@ std::optional<std::int64_t> lease_store::handover(const std::string& name,
     r.holder = successor;
     r.epoch = ++m_state->counter;
     r.expires = m_state->clk.now() + r.ttl;
-    m_state->notify(name);
+    m_state->notify(name, false, successor);
     settle_after_change(lock);
     return r.epoch;
 }

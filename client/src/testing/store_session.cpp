@@ -67,6 +67,11 @@ public:
         return m_sql.status(name);
     }
 
+    /// A store has no standby: what a session sees is durable.
+    std::optional<lease_record> status_if_durable(const std::string& name) override {
+        return m_sql.status(name);
+    }
+
     bool listen() override {
         const std::lock_guard lock{m_state->mutex};
         detail::waiter& w = m_state->waiters[m_id];
@@ -93,6 +98,14 @@ public:
                        std::vector<std::string>& freed) noexcept override {
         freed.clear();
         return wait({}, false, until, &names, &freed);
+    }
+
+    bool take_handover_hint(const std::string& name, const std::string& holder) noexcept override {
+        const auto it = m_handed.find(name);
+        if (it == m_handed.end() || it->second != holder)
+            return false;
+        m_handed.erase(it);
+        return true;
     }
 
     void interrupt() noexcept override {
@@ -136,6 +149,7 @@ private:
             return false;
         }
         if (w.listening && s.has_event(w)) {
+            remember_handovers(s, w.cursor);
             if (freed != nullptr)
                 for (std::size_t i = w.cursor; i < s.log.size(); ++i)
                     if (s.freed[i] && w.any.count(s.log[i]) > 0)
@@ -151,6 +165,21 @@ private:
         return false;
     }
 
+    /// As pq_backend: a lease's hint is its latest event's successor, if
+    /// that event was a handover (caller holds the mutex).
+    void remember_handovers(const detail::store_state& s, std::size_t from) noexcept {
+        try {
+            for (std::size_t i = from; i < s.log.size(); ++i) {
+                if (s.handed_to[i].empty())
+                    m_handed.erase(s.log[i]);
+                else
+                    m_handed[s.log[i]] = s.handed_to[i];
+            }
+        } catch (const std::bad_alloc&) {
+            m_handed.clear(); // only hints: the waiter acquires as before
+        }
+    }
+
     void in_time(const char* what, clock::time_point deadline) const {
         if (m_state->clk.now() >= deadline)
             throw error{std::string{what} +
@@ -160,6 +189,7 @@ private:
     std::shared_ptr<detail::store_state> m_state;
     lease_store m_sql; ///< the same state, without settle()
     std::uint64_t m_id = 0;
+    std::map<std::string, std::string> m_handed; ///< take_handover_hint()
 };
 
 std::unique_ptr<backend> lease_store::connect() {

@@ -45,6 +45,7 @@ struct store_state {
     std::map<std::string, lease_row> rows;
     std::vector<std::string> log; ///< lease names of NOTIFY events
     std::vector<bool> freed;      ///< per event: a release or revoke
+    std::vector<std::string> handed_to; ///< per event: a handover's successor, else empty
     std::int64_t counter = 100;   ///< the last epoch issued
     std::map<std::uint64_t, waiter> waiters;
     std::uint64_t next_session = 0;
@@ -58,9 +59,9 @@ struct store_state {
     [[nodiscard]] bool has_event(const waiter& w) const noexcept;
     /// True when w's wait should end now (caller holds the mutex).
     [[nodiscard]] bool due(const waiter& w) const noexcept;
-    /// Logs an event on @p name (@p freed: a release or revoke) and wakes
-    /// the waiters (caller holds it).
-    void notify(const std::string& name, bool freed = false);
+    /// Logs an event on @p name (@p freed: a release or revoke; @p successor:
+    /// a handover's) and wakes the waiters (caller holds it).
+    void notify(const std::string& name, bool freed = false, const std::string& successor = {});
     /// Grants @p name to @p holder (new epoch unless it holds it already;
     /// a new grant records @p lock_delay).
     std::int64_t grant(const std::string& name, const std::string& holder,

@@ -10,6 +10,9 @@ suite_target()
 {
 	local base
 	base=$(suite_base "$1")
+	case $base in
+	server:release_handoff) echo pglease ;; # the command's release
+	esac
 	case ${base%%:*} in
 	unit) echo pglease_unit_tests ;;
 	integration | sql-integration) echo pglease_integration_tests ;;
@@ -111,7 +114,8 @@ run_suite()
 	case $kind in
 	regress) cmd=(env "${scratch[@]}" "${pgmake[@]}" installcheck "REGRESS=${names//,/ }" ISOLATION=) ;;
 	iso) cmd=(env "${scratch[@]}" "${pgmake[@]}" installcheck REGRESS= "ISOLATION=${names//,/ }") ;;
-	server) cmd=(env "${own[@]}" "${pgbin[@]}" bash "$SRC/tests/server/$names.sh") ;;
+	server) cmd=(env "${own[@]}" "${pgbin[@]}" PGLEASE="$BUILD/client/cli/pglease"
+		bash "$SRC/tests/server/$names.sh") ;;
 	upgrade) cmd=(env "${own[@]}" "${pgbin[@]}" bash "$SRC/tests/server/upgrade.sh") ;;
 	unit) cmd=("$BUILD/tests/client/pglease_unit_tests" "${filter[@]}") ;;
 	integration) cmd=(env "${scratch[@]}" "$BUILD/tests/client/pglease_integration_tests" "${filter[@]}") ;;
