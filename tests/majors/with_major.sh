@@ -8,7 +8,8 @@
 #
 # --server-only is what the SQL edition's suites use: no headers, no build,
 # no pg_lease library (14 and 16 have no Debian headers to build with), and
-# nothing of N's build tree is touched, so they run beside N's C suites.
+# nothing of N's build tree is touched, so they run beside N's C suites;
+# PG_SERVER_ONLY=1 tells a suite not to count on a library in PG_BIN's tree.
 set -euo pipefail
 mode=()
 if [ "${1:-}" = --server-only ]; then
@@ -20,5 +21,6 @@ shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
 PG_BIN=$("$root/scripts/pg-major.sh" "$major" "${mode[@]}")
 export PG_BIN
+[ -z "${mode[*]}" ] || export PG_SERVER_ONLY=1
 echo "== $("$PG_BIN/postgres" --version)${mode:+ (server only)}: $*"
 exec "$@"
