@@ -12,7 +12,9 @@
 #                a starved core breaks (fault.short failed beside a build):
 #                one of these at a time, and a build counts as two slots;
 #   major_N      scripts/pg-major.sh's tree of PostgreSQL N (its build
-#                folder and installed pg_lease): one suite of N at a time;
+#                folder and installed pg_lease): one suite of N at a time
+#                (the SQL edition's sql_edition.*.N need the server alone,
+#                --server-only, and run beside them);
 #   dpkg         the system's package database (suites that install, or
 #                hold its lock on purpose).
 #
@@ -40,7 +42,9 @@ function(pglease_schedule_tests)
             list(APPEND props PROCESSORS 2)
         endif()
         # Another major's tree.
-        if(test MATCHES "^(majors|packages\\.major|sql_edition\\.[a-z_]+)\\.([0-9]+)$")
+        # (The SQL edition's suites of N take the server alone, which
+        # scripts/pg-major.sh --server-only never writes once fetched.)
+        if(test MATCHES "^(majors|packages\\.major)\\.([0-9]+)$")
             list(APPEND locks major_${CMAKE_MATCH_2})
         endif()
         # Suites that take dpkg's lock (or install what they lack).

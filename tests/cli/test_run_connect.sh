@@ -57,8 +57,15 @@ grep -q "no server accepts the lease yet" "$TMP/c1.err" || fail "no retry messag
 # The server comes up with pg_lease already there: created while it listens
 # on its socket only, then restarted on TCP (else pglease may connect in
 # between and meet a database without pg_lease, which fails at once: 3.)
+# The edition is this run's: the SQL edition's script where one is given
+# (sql_edition.cli: a server of another major may have no C library).
 pg_cluster_start store "-c listen_addresses=" >/dev/null
-PGHOST=$(pg_cluster_dir store) psql -X -q -c "CREATE EXTENSION pg_lease" || fail "CREATE EXTENSION"
+if [ -n "${PGLEASE_SQL_EDITION:-}" ]; then
+	PGHOST=$(pg_cluster_dir store) psql -X -q -v ON_ERROR_STOP=1 -f "$PGLEASE_SQL_EDITION" >/dev/null ||
+		fail "the SQL edition (psql -f)"
+else
+	PGHOST=$(pg_cluster_dir store) psql -X -q -c "CREATE EXTENSION pg_lease" || fail "CREATE EXTENSION"
+fi
 pg_cluster_stop store
 pg_cluster_start store >/dev/null
 wait_exit "$pid" 20

@@ -124,6 +124,18 @@ pg_cluster_promote()
 	return 1
 }
 
+# pg_public_schema_as_15 DB OWNER: before PostgreSQL 15 schema public
+# belongs to the bootstrap superuser and every role may create in it; from
+# 15 on it belongs to the database's owner and only the owner creates there.
+# On an older server, DB (owned by OWNER, no superuser) is made as 15 makes
+# it, so that suites written for 15's defaults (an owner who grants CREATE
+# on public) run unchanged; on 15 and later, nothing.
+pg_public_schema_as_15()
+{
+	[ "$(psql -X -A -t -d "$1" -c "SHOW server_version_num")" -lt 150000 ] || return 0
+	psql -X -q -d "$1" -c "ALTER SCHEMA public OWNER TO $2" -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC"
+}
+
 # pg_cluster_stop NAME [mode]: mode is fast (default) or immediate.
 pg_cluster_stop()
 {
