@@ -253,6 +253,11 @@ TEST_F(pg_elector, stop_releases_and_a_follower_leads_at_once) {
     EXPECT_EQ(oa.stopped, 1);
     ASSERT_TRUE(eventually([&] { return ob.started > 0; }, 5s));
     const auto took = std::chrono::duration_cast<ms>(ob.started_at - stopped);
+    {
+        const auto off = std::chrono::system_clock::now().time_since_epoch() - steady::now().time_since_epoch();
+        auto wall = [&](steady::time_point t) { return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch() + off).count() % 100000000; };
+        std::cout << "[ debug ] stopped " << wall(stopped) << " started " << wall(ob.started_at) << " reset-done " << wall(steady::now()) << "\n";
+    }
     std::cout << "[ timing ] leader stop (release) -> follower leads: " << took.count()
               << " ms (retry period 1000 ms)\n";
     EXPECT_LT(took, 900ms) << "the follower waited for its timer, not the NOTIFY";

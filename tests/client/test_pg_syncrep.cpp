@@ -35,6 +35,20 @@ std::thread cancel_after(int pid, std::chrono::milliseconds delay) {
     }};
 }
 
+/// lease_acquire(@p lease, @p holder, 1 min) on @p admin, committed by
+/// cancelling its wait for the standby (pg_lease raises synchronous_commit
+/// for its own grants): committed locally, maybe never replicated.
+std::int64_t grant_not_replicated(pqxx::connection& admin, const std::string& lease,
+                                  const std::string& holder) {
+    auto canceller = cancel_after(admin.backendpid(), 300ms);
+    pqxx::nontransaction tx{admin};
+    const auto epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + lease +
+                                                           "', '" + holder + "', '1 min')")[0]
+                           .as<std::int64_t>();
+    canceller.join();
+    return epoch;
+}
+
 TEST(SyncRep, ServerWaitsForAStandbyThatNeverAnswers) {
     pqxx::connection c{""};
     pqxx::nontransaction tx{c};
@@ -53,17 +67,7 @@ TEST(SyncRep, FencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
         tx.exec("CREATE TABLE " + table + " (id int, epoch bigint)");
         tx.exec("SELECT lease_fence('" + table + "', '" + lease + "')");
     }
-    std::int64_t epoch = 0;
-    {
-        // pg_lease raises synchronous_commit for its own grants: this one is
-        // committed by cancelling its wait for the standby.
-        auto canceller = cancel_after(admin.backendpid(), 300ms);
-        pqxx::nontransaction tx{admin};
-        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + lease +
-                                                    "', 'me', '1 min')")[0]
-                    .as<std::int64_t>();
-        canceller.join();
-    }
+    const std::int64_t epoch = grant_not_replicated(admin, lease, "me");
     ASSERT_GT(epoch, 0);
 
     pqxx::connection app{""};
@@ -91,15 +95,7 @@ TEST(SyncRep, FastFencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
         tx.exec("CREATE TABLE " + table + " (id int, epoch bigint)");
         tx.exec("SELECT lease_fence('" + table + "', '" + lease + "')");
     }
-    std::int64_t epoch = 0;
-    {
-        auto canceller = cancel_after(admin.backendpid(), 300ms);
-        pqxx::nontransaction tx{admin};
-        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + lease +
-                                                    "', 'me', '1 min')")[0]
-                    .as<std::int64_t>();
-        canceller.join();
-    }
+    const std::int64_t epoch = grant_not_replicated(admin, lease, "me");
     ASSERT_GT(epoch, 0);
 
     pqxx::connection app{""};
@@ -139,15 +135,7 @@ TEST(SyncRep, LeaseCallAnsweredAfterItsCancelIsNotAGrant) {
 TEST(SyncRep, AHandoverSeenBeforeItIsReplicatedIsNotTakenFromARead) {
     const std::string name = unique("syncrep_handover");
     pqxx::connection admin{""};
-    std::int64_t epoch = 0;
-    {
-        auto canceller = cancel_after(admin.backendpid(), 300ms);
-        pqxx::nontransaction tx{admin};
-        epoch = pglease::pqxx_compat::exec1(tx, "SELECT epoch FROM lease_acquire('" + name +
-                                                    "', 'old', '1 min')")[0]
-                    .as<std::int64_t>();
-        canceller.join();
-    }
+    const std::int64_t epoch = grant_not_replicated(admin, name, "old");
     ASSERT_GT(epoch, 0);
 
     pglease::connection_options o;

@@ -16,6 +16,7 @@ namespace pglease {
 namespace detail {
 class call_watchdog;
 struct pq_statements;
+struct statement;
 } // namespace detail
 
 /// One database session speaking the pg_lease SQL API (SPEC section 3).
@@ -139,6 +140,8 @@ private:
     void drop() noexcept;
     template <typename F>
     auto call(const char* what, clock::time_point deadline, F&& body);
+    /// status() and status_if_durable(): @p st's lease_status row of @p name.
+    std::optional<lease_record> read_status(const detail::statement& st, const std::string& name);
     /// The wait of wait_for_change(), wait_for_prefix() and
     /// wait_for_free(): @p consume
     /// takes the matching names out of m_changed.

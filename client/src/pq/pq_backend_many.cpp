@@ -26,24 +26,23 @@ lease_record record_of(const Row& row) {
 
 } // namespace
 
-std::optional<lease_record> pq_backend::status(const std::string& name) {
+std::optional<lease_record> pq_backend::read_status(const detail::statement& st,
+                                                    const std::string& name) {
     return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
                 [&]() -> std::optional<lease_record> {
-                    const pqxx::result r = m_session->exec(m_sql->status, name);
+                    const pqxx::result r = m_session->exec(st, name);
                     if (r.empty())
                         return std::nullopt;
                     return record_of(r[0]);
                 });
 }
 
+std::optional<lease_record> pq_backend::status(const std::string& name) {
+    return read_status(m_sql->status, name);
+}
+
 std::optional<lease_record> pq_backend::status_if_durable(const std::string& name) {
-    return call("lease_status", bounded(clock::time_point::max(), m_options.call_timeout),
-                [&]() -> std::optional<lease_record> {
-                    const pqxx::result r = m_session->exec(m_sql->status_if_durable, name);
-                    if (r.empty())
-                        return std::nullopt;
-                    return record_of(r[0]);
-                });
+    return read_status(m_sql->status_if_durable, name);
 }
 
 std::vector<std::optional<std::chrono::microseconds>>
