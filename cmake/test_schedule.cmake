@@ -56,7 +56,7 @@ function(pglease_schedule_tests)
         # the platform suites wait for them.
         if(test MATCHES "^platforms\\.build\\.")
             list(APPEND props COST 700)
-        elseif(test STREQUAL "fault.short")
+        elseif(test MATCHES "^fault\\.short(\\.sql_edition)?$")
             list(APPEND props COST 600)
         elseif(test MATCHES "^majors\\.")
             list(APPEND props COST 300)

@@ -33,9 +33,13 @@ BEGIN
 END
 $durable$;
 
--- The WAL timeline this server writes on: from pg_control_checkpoint()
--- where the role may read it, else from the name of the current WAL file
--- (its first 8 hex digits), which any role may compute on a primary.
+-- The WAL timeline this server writes on, as extension/epoch.c reads it
+-- (the insertion timeline): from the name of the current WAL file (its
+-- first 8 hex digits), which any role may compute on a primary; else from
+-- pg_control_checkpoint() where the role may read it. Never the last
+-- checkpoint's alone: after a promotion it names the old timeline until
+-- the end-of-recovery checkpoint completes, and a promoted standby that
+-- missed the newest grants would draw their epochs again (issue 52).
 CREATE FUNCTION @extschema@.lease_sql_timeline()
 	RETURNS bigint
 	LANGUAGE plpgsql VOLATILE
@@ -43,9 +47,9 @@ CREATE FUNCTION @extschema@.lease_sql_timeline()
 	AS $timeline$
 BEGIN
 	BEGIN
-		RETURN (SELECT c.timeline_id FROM pg_control_checkpoint() c);
-	EXCEPTION WHEN insufficient_privilege THEN
 		RETURN ('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))::bit(32)::bigint;
+	EXCEPTION WHEN insufficient_privilege OR undefined_function OR object_not_in_prerequisite_state THEN
+		RETURN (SELECT c.timeline_id FROM pg_control_checkpoint() c);
 	END;
 END
 $timeline$;

@@ -31,6 +31,36 @@ std::string pg_bin() {
 }
 
 namespace {
+bool g_sql = false;
+std::string g_script;
+} // namespace
+
+void use_sql_edition(const std::string& script) {
+    g_sql = true;
+    g_script = script;
+}
+
+bool sql_edition() noexcept {
+    return g_sql;
+}
+
+const std::string& sql_edition_script() noexcept {
+    return g_script;
+}
+
+const char* app_db() noexcept {
+    return g_sql ? "app" : "postgres";
+}
+
+const char* app_user() noexcept {
+    return g_sql ? "app_user" : "postgres";
+}
+
+const char* owner_role() noexcept {
+    return g_sql ? "app_owner" : "postgres";
+}
+
+namespace {
 std::string bin(const char* name) {
     return pg_bin() + "/" + name;
 }
@@ -51,8 +81,18 @@ cluster::cluster(const std::string& root, const std::string& name)
 }
 
 std::string cluster::conninfo() const {
-    return "host=127.0.0.1 port=" + std::to_string(m_port) +
-           " user=postgres dbname=postgres connect_timeout=5";
+    return "host=127.0.0.1 port=" + std::to_string(m_port) + " user=postgres dbname=" + app_db() +
+           " connect_timeout=5";
+}
+
+std::string cluster::app_conninfo() const {
+    return "host=127.0.0.1 port=" + std::to_string(m_port) + " user=" + app_user() +
+           " dbname=" + app_db() + " connect_timeout=5";
+}
+
+std::string cluster::owner_conninfo(const std::string& db) const {
+    return "host=127.0.0.1 port=" + std::to_string(m_port) + " user=" + owner_role() +
+           " dbname=" + db + " connect_timeout=5";
 }
 
 void cluster::append_conf(const std::vector<std::string>& conf) const {
@@ -136,10 +176,12 @@ bouncer::bouncer(const std::string& root, const cluster& target)
     {
         std::ofstream users{m_dir + "/userlist.txt"};
         users << "\"postgres\" \"\"\n";
+        if (sql_edition())
+            users << "\"" << app_user() << "\" \"\"\n";
     }
     std::ofstream ini{m_dir + "/pgbouncer.ini"};
     ini << "[databases]\n"
-        << "postgres = host=127.0.0.1 port=" << m_target_port << " dbname=postgres\n"
+        << app_db() << " = host=127.0.0.1 port=" << m_target_port << " dbname=" << app_db() << "\n"
         << "[pgbouncer]\n"
         << "listen_addr = 127.0.0.1\n"
         << "listen_port = " << m_port << "\n"
@@ -182,7 +224,8 @@ void bouncer::stop() noexcept {
 }
 
 std::string bouncer::conninfo() const {
-    return "host=127.0.0.1 port=" + std::to_string(m_port) + " user=postgres dbname=postgres";
+    return "host=127.0.0.1 port=" + std::to_string(m_port) + " user=" + app_user() +
+           " dbname=" + app_db();
 }
 
 } // namespace fault

@@ -15,6 +15,25 @@ namespace fault {
 std::string pg_bin();
 inline constexpr const char* faketime_lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
+/// The edition every cluster of the run gets (options.hpp --edition): the C
+/// extension, created by the superuser in database postgres (the default),
+/// or the SQL edition (pg_lease_sql), installed from @p script with psql -f
+/// by app_owner, the owner of database app, who is no superuser (with
+/// CREATEROLE, CREATEDB and pg_signal_backend, as a managed service's
+/// admin role), on a server with no pg_lease library; the workers and the
+/// checker then connect as app_user, an application role. Set once, before
+/// the first cluster.
+void use_sql_edition(const std::string& script);
+[[nodiscard]] bool sql_edition() noexcept;
+/// The SQL edition's psql script (use_sql_edition).
+[[nodiscard]] const std::string& sql_edition_script() noexcept;
+/// The database of the leases and fenced tables: postgres (C) or app (SQL).
+[[nodiscard]] const char* app_db() noexcept;
+/// The role of the workers and the checker: postgres (C) or app_user (SQL).
+[[nodiscard]] const char* app_user() noexcept;
+/// The role that installs and owns the schema: postgres (C) or app_owner (SQL).
+[[nodiscard]] const char* owner_role() noexcept;
+
 class cluster {
 public:
     /// A cluster in @p root/@p name on a free loopback port (not created yet).
@@ -45,7 +64,13 @@ public:
     [[nodiscard]] const std::string& dir() const noexcept { return m_dir; }
     [[nodiscard]] std::string data() const { return m_dir + "/data"; }
     [[nodiscard]] std::string clock_file() const { return m_dir + "/faketime"; }
+    /// The superuser's session in app_db() (the environment: the nemesis
+    /// ending backends, reading pg_stat_activity, the clock).
     [[nodiscard]] std::string conninfo() const;
+    /// app_user()'s session in app_db() (the checker, the controller).
+    [[nodiscard]] std::string app_conninfo() const;
+    /// owner_role()'s session in database @p db.
+    [[nodiscard]] std::string owner_conninfo(const std::string& db) const;
     [[nodiscard]] bool started() const noexcept { return m_started; }
 
 private:

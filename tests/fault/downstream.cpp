@@ -8,30 +8,27 @@
 /// write and a raise that conflict, the order is commit order.
 #include "downstream.hpp"
 
+#include "edition.hpp"
 #include "phase.hpp"
 
 #include <pqxx/pqxx>
 
 namespace fault {
 
-std::string setup_downstream(const std::string& store_conninfo,
-                             const std::vector<std::string>& leases) {
+std::string setup_downstream(const cluster& store, const std::vector<std::string>& leases) {
     std::string store_id;
     {
-        const auto store = patient_connection(store_conninfo);
-        pqxx::nontransaction tx{*store};
+        const auto conn = patient_connection(store.app_conninfo());
+        pqxx::nontransaction tx{*conn};
         store_id = tx.exec1("SELECT lease_store_id()")[0].as<std::string>();
-        tx.exec(std::string{"CREATE DATABASE "} + downstream_dbname);
     }
-    const std::string conninfo = store_conninfo + " dbname=" + downstream_dbname;
-    const auto conn = patient_connection(conninfo);
+    install_edition_in_new_db(store, downstream_dbname);
+    const auto conn = patient_connection(store.owner_conninfo(downstream_dbname));
     pqxx::nontransaction tx{*conn};
-    tx.exec("CREATE EXTENSION pg_lease");
     // A raise must end a stalled old writer there within the new grant's
     // local deadline (ttl 1 s - margin 100 ms): the rule of
     // elector_config::downstreams, takeover_timeout < ttl - margin.
-    tx.exec(std::string{"ALTER DATABASE "} + downstream_dbname +
-            " SET pg_lease.takeover_timeout = '300ms'");
+    set_takeover_timeout(tx, downstream_dbname, "300ms");
     create_commit_order(tx);
     tx.exec("CREATE TABLE raise_order (id bigserial PRIMARY KEY, name text NOT NULL, "
             "epoch bigint NOT NULL, ord bigint NOT NULL DEFAULT nextval('fault_order'))");
@@ -55,8 +52,11 @@ std::string setup_downstream(const std::string& store_conninfo,
                 "fault_commit_order()");
         tx.exec("SELECT lease_fence(" + tx.quote(dw) + ", " + tx.quote(l) + ", store => " +
                 tx.quote(store_id) + ")");
+        grant_to_app(tx, {dw}, {dw + "_id_seq"});
     }
-    return conninfo;
+    grant_to_app(tx, {"commit_order", "raise_order"}, {"fault_order", "raise_order_id_seq"},
+                 {"lease_raise(text, text, bigint)"});
+    return store.app_conninfo() + " dbname=" + downstream_dbname;
 }
 
 void read_downstream(const std::string& conninfo, phase_bundle& b,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "bundle.hpp"
+#include "cluster.hpp"
 
 #include <string>
 #include <vector>
@@ -14,12 +15,11 @@ namespace fault {
 /// The database the downstream phase creates on the store's cluster.
 inline constexpr const char* downstream_dbname = "downstream";
 
-/// Creates the downstream database through @p store_conninfo (the lease
-/// store), installs pg_lease there and fences dw_<lease> for each lease by
-/// the floor of (the store's lease_store_id(), lease). Returns the
-/// downstream's connection string.
-std::string setup_downstream(const std::string& store_conninfo,
-                             const std::vector<std::string>& leases);
+/// Creates the downstream database on @p store's cluster (the lease
+/// store's), installs pg_lease there (edition.hpp) and fences dw_<lease>
+/// for each lease by the floor of (the store's lease_store_id(), lease).
+/// Returns the downstream's connection string (app_user()'s).
+std::string setup_downstream(const cluster& store, const std::vector<std::string>& leases);
 
 /// Reads the downstream rows and raises into @p b.
 void read_downstream(const std::string& conninfo, phase_bundle& b,

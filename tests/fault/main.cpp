@@ -23,9 +23,9 @@ namespace {
 
 int usage(const std::string& why) {
     std::cerr << "pglease_fault: " << why << "\n"
-              << "usage: pglease_fault [--profile short|soak] [--seed N] [--duration S]\n"
-                 "                     [--only PHASE,...] [--disable-nemesis KIND,...]\n"
-                 "                     [--report FILE] [--keep]\n"
+              << "usage: pglease_fault [--profile short|soak] [--edition c|sql] [--seed N]\n"
+                 "                     [--duration S] [--only PHASE,...]\n"
+                 "                     [--disable-nemesis KIND,...] [--report FILE] [--keep]\n"
                  "       pglease_fault --self-test [--dump DIR]\n"
                  "       pglease_fault --replay FILE [--report FILE]\n";
     return 2;
@@ -50,6 +50,25 @@ int replay(const fault::settings& s) {
     return status;
 }
 
+/// The SQL edition's psql script, from scripts/sql_edition.py of this
+/// source tree, in @p root; every cluster of the run gets it.
+bool write_sql_edition(const std::string& root) {
+    using namespace fault;
+    const std::string script = root + "/pg_lease_sql.sql";
+    const std::string log = root + "/sql_edition.log";
+    const int rc =
+        run_command({"sh", "-c", "python3 \"$0\" --form psql > \"$1\"",
+                     std::string{PGLEASE_FAULT_SOURCE_DIR} + "/scripts/sql_edition.py", script},
+                    false, {}, log, 60);
+    if (rc != 0) {
+        std::cerr << "pglease_fault: scripts/sql_edition.py failed, see " << log << std::endl;
+        return false;
+    }
+    give_to_postgres(script);
+    use_sql_edition(script);
+    return true;
+}
+
 int run_suite(fault::settings s) {
     using namespace fault;
     char self[4096] = {};
@@ -65,8 +84,12 @@ int run_suite(fault::settings s) {
     start_guardian(s.root, s.keep);
     install_interrupt_handlers();
 
-    std::cout << "pglease_fault: profile " << s.profile << ", seed " << s.seed << ", work dir "
-              << s.root << std::endl;
+    if (s.edition == "sql" && !write_sql_edition(s.root))
+        return 1;
+    std::cout << "pglease_fault: profile " << s.profile << ", edition "
+              << (s.edition == "sql" ? "pg_lease_sql (SQL, no module, as app_owner/app_user)"
+                                     : "pg_lease (C)")
+              << ", seed " << s.seed << ", work dir " << s.root << std::endl;
     std::mt19937 rng{s.seed};
     int status = 1;
     try {

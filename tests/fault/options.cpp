@@ -54,6 +54,8 @@ settings parse_options(int argc, char** argv) {
         };
         if (a == "--profile")
             s.profile = next();
+        else if (a == "--edition")
+            s.edition = next();
         else if (a == "--seed")
             s.seed = static_cast<unsigned>(std::stoul(next()));
         else if (a == "--duration")
@@ -77,6 +79,8 @@ settings parse_options(int argc, char** argv) {
     }
     if (s.profile != "short" && s.profile != "soak")
         throw std::invalid_argument("unknown profile " + s.profile);
+    if (s.edition != "c" && s.edition != "sql")
+        throw std::invalid_argument("unknown edition " + s.edition + " (c or sql)");
     return s;
 }
 

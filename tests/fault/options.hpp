@@ -1,8 +1,8 @@
 /// @file options.hpp
 /// @brief Command line of pglease_fault.
 ///
-///   pglease_fault --profile short|soak [--seed N] [--duration S] [--only KIND,...]
-///                 [--disable-nemesis KIND,...] [--report FILE] [--keep]
+///   pglease_fault --profile short|soak [--edition c|sql] [--seed N] [--duration S]
+///                 [--only KIND,...] [--disable-nemesis KIND,...] [--report FILE] [--keep]
 ///   pglease_fault --self-test [--dump DIR]
 ///   pglease_fault --replay FILE [--report FILE]
 ///   pglease_fault worker --key=value ...   (internal: one worker process)
@@ -15,6 +15,10 @@ namespace fault {
 
 struct settings {
     std::string profile = "short";
+    /// c: CREATE EXTENSION pg_lease; sql: the SQL edition (pg_lease_sql) as a
+    /// database owner who is no superuser installs it, on servers with no
+    /// pg_lease library, the workers an application role (cluster.hpp).
+    std::string edition = "c";
     unsigned seed = 0;
     bool keep = false;
     int duration_s = 600;           ///< soak only: the mixed schedule

@@ -4,6 +4,7 @@
 
 #include "common.hpp"
 #include "downstream.hpp"
+#include "edition.hpp"
 
 #include <pqxx/pqxx>
 
@@ -84,6 +85,8 @@ std::vector<std::string> base_conf() {
                                   "wal_keep_size = '256MB'",
                                   "log_min_messages = warning",
                                   "log_line_prefix = '%m [%p] %a '"};
+    if (sql_edition()) // a managed service: no pg_lease library to load
+        conf.push_back("shared_preload_libraries = ''");
     if (const char* extra = std::getenv("PGLEASE_FAULT_SERVER_CONF")) {
         std::stringstream lines{extra};
         std::string line;
@@ -112,7 +115,7 @@ void phase::start_primary(const std::vector<std::string>& leases, bool faketime,
     m_primary = 0;
     setup_schema();
     m_conninfo = "host=127.0.0.1 port=" + std::to_string(m_nodes[0]->port()) +
-                 " user=postgres dbname=postgres";
+                 " user=" + app_user() + " dbname=" + app_db();
 }
 
 void create_commit_order(pqxx::transaction_base& tx) {
@@ -129,9 +132,9 @@ void create_commit_order(pqxx::transaction_base& tx) {
 }
 
 void phase::setup_schema() {
-    const auto conn = patient_connection(primary().conninfo());
+    install_edition(primary());
+    const auto conn = patient_connection(primary().owner_conninfo(app_db()));
     pqxx::nontransaction tx{*conn};
-    tx.exec("CREATE EXTENSION pg_lease");
     create_commit_order(tx);
     tx.exec("CREATE TABLE grant_order (event_id bigint PRIMARY KEY, "
             "ord bigint NOT NULL DEFAULT nextval('fault_order'))");
@@ -160,7 +163,9 @@ void phase::setup_schema() {
                 "epoch bigint NOT NULL)");
         for (const auto& t : {fw, fs, fc})
             tx.exec("SELECT lease_fence(" + tx.quote(t) + ", " + tx.quote(l) + ")");
+        grant_to_app(tx, {fw, fs, fc}, {fw + "_id_seq", fs + "_id_seq"});
     }
+    grant_to_app(tx, {"commit_order", "grant_order"}, {"fault_order"});
 }
 
 cluster& phase::add_standby(const std::vector<std::string>& extra) {
@@ -179,7 +184,7 @@ void phase::use_fleet_load(bool listen) {
 }
 
 void phase::add_downstream() {
-    m_downstream = setup_downstream(primary().conninfo(), m_leases);
+    m_downstream = setup_downstream(primary(), m_leases);
 }
 
 void phase::use_pool() {
@@ -234,7 +239,7 @@ void phase::replace(int pid, bool storm) {
 }
 
 pqxx::result phase::ask(const std::function<pqxx::result(pqxx::nontransaction&)>& query) {
-    const auto& conninfo = primary().conninfo();
+    const auto conninfo = primary().app_conninfo();
     if (m_control && (m_control_to != conninfo || !m_control->is_open()))
         m_control.reset();
     if (!m_control) {
@@ -335,7 +340,7 @@ phase_bundle phase::finish(const phase_expectations& expect, const phase_floors&
         if (r.value("op", "") == "resign")
             m_faults.push_back({m_name + "-resign", r["L"], r["t"], r["t"], "", "", false, 0});
     b.faults = m_faults;
-    read_database(primary().conninfo(), b, m_leases);
+    read_database(primary().app_conninfo(), b, m_leases);
     if (!m_downstream.empty())
         read_downstream(m_downstream, b, m_leases);
     save_bundle(b, m_s.root + "/" + m_name + ".history.json");

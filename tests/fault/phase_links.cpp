@@ -27,7 +27,8 @@ pglease_test::tcp_relay* nth(const std::vector<std::unique_ptr<pglease_test::tcp
 }
 
 std::string via(const pglease_test::tcp_relay& link, const char* dbname) {
-    return "host=127.0.0.1 port=" + std::to_string(link.port()) + " user=postgres dbname=" + dbname;
+    return "host=127.0.0.1 port=" + std::to_string(link.port()) + " user=" + app_user() +
+           " dbname=" + dbname;
 }
 
 } // namespace
@@ -53,14 +54,15 @@ std::pair<std::string, std::string> phase::links_for(int& host) {
         }
         if (host < 0)
             host = m_next_host++ % m_relay_count;
-        conninfo = via(*nth(m_relays, host), "postgres");
+        conninfo = via(*nth(m_relays, host), app_db());
         if (!m_downstream.empty())
             downstream = via(*nth(m_down_relays, host), downstream_dbname);
     } else if (m_hosts) {
         if (host < 0)
             host = m_next_host++ % m_hosts->size();
         conninfo = "host=" + m_hosts->server_addr(host) +
-                   " port=" + std::to_string(primary().port()) + " user=postgres dbname=postgres";
+                   " port=" + std::to_string(primary().port()) + " user=" + app_user() +
+                   " dbname=" + app_db();
         // over the host's own link: a cut holds its downstream writes too
         if (!m_downstream.empty())
             downstream = conninfo + " dbname=" + downstream_dbname;

@@ -329,7 +329,7 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
         // asks for runs it in slow motion (calibrate.hpp).
         // ph holds fleet by reference: its workers and checks see the stretch.
         const double stretch =
-            pool ? 1 : stretch_storm(fleet, ph.primary().conninfo(), workers, name);
+            pool ? 1 : stretch_storm(fleet, ph.primary().app_conninfo(), workers, name);
         for (int i = 0; i < workers; ++i)
             ph.spawn_worker(leases[static_cast<std::size_t>(i % nleases)], true);
         const auto end = mono_ns() + static_cast<std::int64_t>(seconds * stretch * 1e9);
@@ -362,8 +362,8 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
         wait_replication(ph, sync);
         const auto& n = ph.nodes();
         ph.set_worker_conninfo("host=127.0.0.1,127.0.0.1 port=" + std::to_string(n[0]->port()) +
-                               "," + std::to_string(n[1]->port()) +
-                               " user=postgres dbname=postgres target_session_attrs=read-write");
+                               "," + std::to_string(n[1]->port()) + " user=" + app_user() +
+                               " dbname=" + app_db() + " target_session_attrs=read-write");
         for (int i = 0; i < 3; ++i)
             ph.spawn_worker("l0", false);
         ph.wait_leader("l0", 15000);

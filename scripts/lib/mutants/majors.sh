@@ -16,7 +16,7 @@ suite_base() { echo "${1%@[0-9]*}"; }
 # its server, not the extension built for it.
 suite_needs_module()
 {
-	case $(suite_base "$1") in sql-integration* | sql-cli*) return 1 ;; esac
+	case $(suite_base "$1") in sql-integration* | sql-cli* | sql-fault*) return 1 ;; esac
 }
 
 # The suites that run against the scratch cluster (the others start

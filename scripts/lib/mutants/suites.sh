@@ -18,7 +18,7 @@ suite_target()
 	integration | sql-integration) echo pglease_integration_tests ;;
 	cli-unit) echo pglease_cli_unit_tests ;;
 	cli | sql-cli | net-blackhole) echo pglease ;;
-	fault) echo pglease_fault ;;
+	fault | sql-fault) echo pglease_fault ;;
 	net) echo pglease_net_tests ;;
 	clusters) cluster_binary "$base" ;;
 	esac
@@ -51,7 +51,7 @@ suite_timeout()
 	integration:*) echo 300 ;;
 	cli:*) echo 120 ;;
 	clusters:*) echo 300 ;;
-	fault:*) echo 600 ;;
+	fault:* | sql-fault:*) echo 600 ;;
 	net | net:* | net-blackhole) echo 300 ;;
 	sql-integration:* | sql-cli | sql-cli:*) echo 600 ;;
 	esac
@@ -139,6 +139,7 @@ run_suite()
 	# owner who is no superuser.
 	sql-integration) cmd=(env "${own[@]}" "${pgbin[@]}" "${gfilter[@]}"
 		bash "$SRC/tests/client/sql_edition.sh" "$BUILD/tests/client/pglease_integration_tests") ;;
+	sql-fault) cmd=(env "${pgbin[@]}" "$BUILD/tests/fault/pglease_fault" --profile short --edition sql --only "$names") ;;
 	sql-cli)
 		read -r -a scripts <<<"$(sql_cli_scripts "$names")"
 		cmd=(env "${own[@]}" "${pgbin[@]}" PGLEASE="$BUILD/client/cli/pglease"
@@ -202,7 +203,7 @@ failed_detail_of()
 	net-blackhole)
 		echo "net-blackhole ($(grep -m1 '^FAIL: ' "$SCRATCH/last.log" || echo "status $SUITE_STATUS"))"
 		;;
-	fault:*)
+	fault:* | sql-fault:*)
 		tests=$(sed -n 's/^\[\([a-z0-9-]*\)\] \([a-zA-Z0-9 ]*\):.*/\1 \2/p' "$SCRATCH/last.log" | sort -u | paste -sd, -)
 		echo "$suite${tests:+ ($tests)}"
 		;;
