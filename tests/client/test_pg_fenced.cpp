@@ -158,7 +158,8 @@ TEST_F(pg_fenced, the_first_write_is_fenced_in_a_session_that_had_not_loaded_pg_
 }
 
 TEST_F(pg_fenced, an_expired_token_fails_the_very_first_write_with_ls002) {
-    // A grant of 300 ms made on the server, so the local lease is not involved.
+    // A grant of 1 s made on the server, so the local lease is not involved
+    // (long enough for the first write on a loaded machine).
     const std::string name = unique_name("expiring");
     const std::string table = unique_name("expiring_tbl");
     make_fenced_table(table, name);
@@ -166,7 +167,7 @@ TEST_F(pg_fenced, an_expired_token_fails_the_very_first_write_with_ls002) {
     {
         pqxx::nontransaction q{admin()};
         epoch = pqxx_compat::exec_params1(
-                    q, "SELECT epoch FROM lease_acquire($1, 'short', '300 ms')", name)[0]
+                    q, "SELECT epoch FROM lease_acquire($1, 'short', '1 s')", name)[0]
                     .as<std::int64_t>();
     }
     pqxx::connection app{""};
@@ -174,7 +175,7 @@ TEST_F(pg_fenced, an_expired_token_fails_the_very_first_write_with_ls002) {
     run_fenced(app, fence_token{name, epoch, {}}, [&](pqxx::transaction_base& tx) {
         pqxx_compat::exec0(tx, insert);
     }); // valid: passes
-    std::this_thread::sleep_for(400ms);
+    std::this_thread::sleep_for(1100ms);
     int statements = 0;
     try {
         run_fenced(app, fence_token{name, epoch, {}}, [&](pqxx::transaction_base& tx) {
