@@ -25,7 +25,6 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "nodes/bitmapset.h"
-#include "tcop/pquery.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -204,17 +203,6 @@ FenceRejectNoToken(const FenceConfig *config, Relation rel)
 			 LeaseFenceHint(errhint("Call lease_use('%s', <epoch>) in the transaction, set pg_lease.epoch, "
 									"or write the epoch into column \"%s\".",
 									config->lease, config->column))));
-}
-
-/*
- * Whether this write is part of a COPY FROM (the top-level command's tag):
- * a refusal then carries LEASE_FENCE_RESTORE_HINT.  Only the hint depends
- * on it, never whether the write passes.
- */
-bool
-LeaseFenceInCopy(void)
-{
-	return ActivePortal != NULL && ActivePortal->commandTag == CMDTAG_COPY;
 }
 
 static bool

@@ -242,7 +242,7 @@ extern int64 LeaseFloorCheck(const LeaseFloorKey *key, int64 epoch);
 extern int64 LeaseFloorPeek(const LeaseFloorKey *key);
 
 /*
- * fence.c: a fenced write refused inside COPY FROM is, as like as not, a
+ * fence_restore.c: a fenced write refused inside COPY FROM is, as like as not, a
  * data-only restore of a dump (pg_restore --data-only, a data-only SQL
  * dump), whose rows carry the epochs of earlier grants and never pass: the
  * refusal (same message, same SQLSTATE) then says how a dump is restored.

@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * fence_restore.c
+ *	  Whether a fenced write is part of a COPY FROM: a data-only restore of a
+ *	  dump, as like as not, whose refusals (fence.c, fence_downstream.c) then
+ *	  say how a dump is restored (LEASE_FENCE_RESTORE_HINT).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_lease.h"
+
+#include "tcop/pquery.h"
+
+/*
+ * Whether this write is part of a COPY FROM (the top-level command's tag).
+ * Only the hint depends on it, never whether the write passes.
+ */
+bool
+LeaseFenceInCopy(void)
+{
+	return ActivePortal != NULL && ActivePortal->commandTag == CMDTAG_COPY;
+}
