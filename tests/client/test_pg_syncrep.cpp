@@ -49,6 +49,23 @@ std::int64_t grant_not_replicated(pqxx::connection& admin, const std::string& le
     return epoch;
 }
 
+/// A session whose calls are cut at 300 ms: a commit still waiting for the
+/// standby then has its wait cancelled.
+std::shared_ptr<pglease::pq_backend> backend_cut_at_300ms() {
+    pglease::connection_options o;
+    o.conninfo = "";
+    o.call_timeout = 300ms;
+    o.acquire_timeout = 300ms;
+    return std::make_shared<pglease::pq_backend>(o);
+}
+
+pglease::lease_options holder_options(const char* identity, std::chrono::milliseconds ttl) {
+    pglease::lease_options lo;
+    lo.identity = identity;
+    lo.ttl = ttl;
+    return lo;
+}
+
 TEST(SyncRep, ServerWaitsForAStandbyThatNeverAnswers) {
     pqxx::connection c{""};
     pqxx::nontransaction tx{c};
@@ -114,15 +131,8 @@ TEST(SyncRep, FastFencedCommitWhoseWaitWasCancelledIsCommitUnknown) {
 }
 
 TEST(SyncRep, LeaseCallAnsweredAfterItsCancelIsNotAGrant) {
-    pglease::connection_options o;
-    o.conninfo = "";
-    o.call_timeout = 300ms;
-    o.acquire_timeout = 300ms;
-    auto db = std::make_shared<pglease::pq_backend>(o);
-    pglease::lease_options lo;
-    lo.identity = "syncrep-client";
-    lo.ttl = 5s;
-    pglease::lease l{*db, unique("syncrep_l"), lo};
+    auto db = backend_cut_at_300ms();
+    pglease::lease l{*db, unique("syncrep_l"), holder_options("syncrep-client", 5s)};
     EXPECT_THROW((void)l.acquire(), pglease::commit_unknown);
     EXPECT_FALSE(l.held());
 }
@@ -138,15 +148,8 @@ TEST(SyncRep, AHandoverSeenBeforeItIsReplicatedIsNotTakenFromARead) {
     const std::int64_t epoch = grant_not_replicated(admin, name, "old");
     ASSERT_GT(epoch, 0);
 
-    pglease::connection_options o;
-    o.conninfo = "";
-    o.call_timeout = 300ms;
-    o.acquire_timeout = 300ms;
-    auto db = std::make_shared<pglease::pq_backend>(o);
-    pglease::lease_options lo;
-    lo.identity = "syncrep-successor";
-    lo.ttl = 30s;
-    pglease::lease successor{*db, name, lo};
+    auto db = backend_cut_at_300ms();
+    pglease::lease successor{*db, name, holder_options("syncrep-successor", 30s)};
     ASSERT_TRUE(db->listen());
     {
         auto canceller = cancel_after(admin.backendpid(), 300ms);
