@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -57,22 +59,45 @@ inline std::string identity() {
 }
 
 /// Blocks until "resign" (or EOF) on stdin, at most `bound`; each (at most
-/// 50 ms apart) calls tick, so the wait can watch something.
-inline void wait_resign(ms bound = ms{120000}, const std::function<void()>& tick = {}) {
-    std::atomic<bool> done{false};
-    std::thread reader([&] {
-        std::string line;
-        while (std::getline(std::cin, line) && line != "resign") {
+/// 50 ms apart) calls tick, so the wait can watch something. "resign ID"
+/// names a successor: returns ID ("" for a plain resign). Woken at once by
+/// the line (no polling on the timed path of a handover).
+inline std::string wait_resign(ms bound = ms{120000}, const std::function<void()>& tick = {}) {
+    struct shared {
+        std::mutex mutex;
+        std::condition_variable cv;
+        bool done = false;
+        std::string successor;
+    };
+    // shared with the reader, which may outlive this call (detached)
+    auto sh = std::make_shared<shared>();
+    std::thread reader([sh] {
+        std::string line, successor;
+        while (std::getline(std::cin, line)) {
+            if (line == "resign")
+                break;
+            if (line.rfind("resign ", 0) == 0) {
+                successor = line.substr(7);
+                break;
+            }
         }
-        done = true;
+        const std::lock_guard<std::mutex> lock{sh->mutex};
+        sh->successor = successor;
+        sh->done = true;
+        sh->cv.notify_all();
     });
-    reader.detach(); // a reader still blocked at the 120 s bound ends with the process
+    reader.detach(); // a reader still blocked at the bound ends with the process
     const auto until = steady::now() + bound;
-    while (!done && steady::now() < until) {
-        std::this_thread::sleep_for(tick ? ms{50} : ms{1});
-        if (tick)
+    std::unique_lock<std::mutex> lock{sh->mutex};
+    while (!sh->done && steady::now() < until) {
+        sh->cv.wait_until(lock, std::min(until, steady::now() + ms{50}));
+        if (tick && !sh->done) {
+            lock.unlock();
             tick();
+            lock.lock();
+        }
     }
+    return sh->successor;
 }
 
 /// The 100,000-lease figure's side (pglease_peer_many.cpp).

@@ -99,10 +99,10 @@ class Peer:
             self.seen.setdefault(fields[0], fields)
             self.log.append(fields)
 
-    def resign(self):
+    def resign(self, successor=""):
         t = now_us()
         try:
-            self.proc.stdin.write("resign\n")
+            self.proc.stdin.write(f"resign {successor}\n" if successor else "resign\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass
@@ -207,6 +207,11 @@ class Bench:
             if kind == "failover":
                 t = now_us()
                 leader.signal(signal.SIGKILL)
+            elif system == "pg_lease":
+                # its users' planned handover: yield_to the follower (which
+                # leads on the NOTIFY, confirmed by a read, no commit of its
+                # own); etcd's follower is queued by its Campaign already
+                t = leader.resign(successor=f"{kind}{i}")
             else:
                 t = leader.resign()
             got = follower.wait_for("LEADER", 30)

@@ -7,7 +7,8 @@
 ///   pglease_peer elect -pg CONNINFO -name N -id ID -ttl 2s -retry 300ms [-table T [-pause-at N]]
 ///       elector (renew deadline 3/4 ttl); LEADER when on_started_leading
 ///       runs; writes into T with run_fenced() while leading; "resign" on
-///       stdin stops the elector (releases: NOTIFY wakes the follower).
+///       stdin stops the elector (releases: NOTIFY wakes the follower);
+///       "resign ID" hands the lease to identity ID first (yield_to).
 ///       LOST: without -table when the term's stop token fires (the
 ///       elector's own deadline), else at on_stopped_leading; the elector
 ///       campaigns on after a loss by itself (-rejoin is accepted, a no-op).
@@ -115,7 +116,13 @@ int elect() {
     self = &elector;
     say("CAMPAIGN", now_us());
     elector.start();
-    wait_resign();
+    // "resign ID": the planned handover of pg_lease's users (yield_to a
+    // named successor, which leads on the handover's NOTIFY without a
+    // commit of its own); plain "resign": stop() releases the lease
+    if (const std::string successor = wait_resign(); !successor.empty()) {
+        const auto r = elector.yield_to(successor);
+        say("HANDED", now_us(), r.new_epoch, r.message.empty() ? "-" : r.message);
+    }
     elector.stop(); // ends the term, releases
     say("RESIGNED", now_us());
     return 0;

@@ -2,6 +2,7 @@
 /// @brief lease, scoped_lease and fenced transactions against the real
 /// server of the PG* environment.
 #include "pg_fixture.hpp"
+#include "forwarding_backend.hpp"
 #include "pg_terminate.hpp"
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
@@ -9,6 +10,7 @@
 #include "pglease/pqxx_compat.hpp"
 #include "pglease/scoped_lease.hpp"
 
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -109,25 +111,54 @@ TEST_F(pg_lease, release_wakes_a_waiting_follower_through_notify) {
     EXPECT_GT(b.epoch(), a.epoch());
 }
 
+namespace {
+
+/// The follower's backend: tells when its first acquire was refused, so
+/// the holder releases only once the follower waits (a follower whose
+/// first call came after the release, e.g. a connect slowed by a loaded
+/// machine, would be granted at once and prove nothing).
+class first_refusal final : public test::forwarding_backend {
+public:
+    using forwarding_backend::forwarding_backend;
+    using backend::acquire;
+    acquire_reply acquire(const std::string& n, const std::string& h, std::chrono::milliseconds t,
+                          std::chrono::milliseconds ld, clock::time_point d) override {
+        auto reply = forwarding_backend::acquire(n, h, t, ld, d);
+        if (!reply.acquired && !m_said.exchange(true))
+            m_refused.set_value();
+        return reply;
+    }
+    std::future<void> refused() { return m_refused.get_future(); }
+
+private:
+    std::atomic<bool> m_said{false};
+    std::promise<void> m_refused;
+};
+
+} // namespace
+
 TEST_F(pg_lease, without_listen_a_follower_wakes_at_the_reported_expiry) {
     const auto name = unique_name("nolisten");
     pq_backend db_a{env_options()};
     connection_options quiet = env_options();
     quiet.listen = false;
-    pq_backend db_b{quiet};
+    first_refusal db_b{std::make_unique<pq_backend>(quiet)};
+    auto refused = db_b.refused();
     lease a{db_a, name, with_ttl(1500ms)};
     lease b{db_b, name, with_ttl(1500ms)};
-    ASSERT_TRUE(a.acquire());
+    // Before a's request: its grant, and so the expiry b is told, ends at
+    // least 1.5 s after this.
     const auto start = steady::now();
+    ASSERT_TRUE(a.acquire());
     std::thread releaser{[&] {
-        std::this_thread::sleep_for(200ms);
-        (void)a.release();
+        if (refused.wait_for(10s) == std::future_status::ready)
+            (void)a.release(); // b is refused and waits for the expiry it was told
     }};
     EXPECT_TRUE(b.acquire_for(10s));
     releaser.join();
     const auto waited = steady::now() - start;
     EXPECT_GE(waited, 1200ms) << "woke before the expiry without an event";
-    EXPECT_LT(waited, 3s);
+    EXPECT_LT(waited, 5s) << "waited past the reported expiry";
 }
 
 TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_stale) {

@@ -55,7 +55,8 @@ json to_json(const phase_bundle& b) {
             {{"effective", b.floors.effective},
              {"grants", b.floors.grants},
              {"acked", b.floors.acked},
-             {"refused", b.floors.refused}}},
+             {"refused", b.floors.refused},
+             {"by_read", b.floors.by_read}}},
            {"planned", b.planned}};
     json& faults = j["faults"] = json::array();
     for (const auto& f : b.faults)
@@ -119,6 +120,7 @@ phase_bundle bundle_from_json(const json& j) {
         b.floors.grants = fl.value("grants", 0L);
         b.floors.acked = fl.value("acked", 0L);
         b.floors.refused = fl.value("refused", 0L);
+        b.floors.by_read = fl.value("by_read", 0L);
     }
     b.planned = j.value("planned", std::map<std::string, int>{});
     for (const auto& f : j.at("faults"))

@@ -46,6 +46,7 @@ struct phase_floors {
     long grants = 0;
     long acked = 0;
     long refused = 0;
+    long by_read = 0; ///< grants a successor confirmed by a read after a handover
 };
 
 /// Rows of lease_events (with their place in the commit order).

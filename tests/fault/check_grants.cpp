@@ -46,6 +46,7 @@ void grants_in_database(check_context& c) {
 struct grant {
     std::string identity, lease;
     std::int64_t epoch, t0, t;
+    bool by_read; ///< a successor's read confirmed it (a handover's grant)
 };
 
 // Keyed by (lease, epoch): an epoch acknowledged to two identities is
@@ -57,7 +58,7 @@ void grants_in_history(check_context& c) {
     for (const auto& r : c.b.history) {
         if (op_of(r) != "acq" || res_of(r) != "ok")
             continue;
-        grant g{r["w"], r["L"], r["e"], r["t0"], r["t"]};
+        grant g{r["w"], r["L"], r["e"], r["t0"], r["t"], r.value("via", "") == "read"};
         auto key = std::make_pair(g.lease, g.epoch);
         auto it = first.find(key);
         if (it == first.end()) {
@@ -77,6 +78,8 @@ void grants_in_history(check_context& c) {
     for (const auto& [key, g] : first) {
         per_lease[g.lease].push_back(&g);
         ++c.at(g.lease, g.t).grants;
+        if (g.by_read)
+            ++c.at(g.lease, g.t).by_read;
     }
     for (auto& [lease, gs] : per_lease) {
         auto by_reply = gs;
@@ -162,12 +165,30 @@ void revivals(check_context& c) {
     }
 }
 
+// Each handover's latency: from the holder's yield_to() to the reply that
+// gave the successor the handed-over epoch (its read, or its acquire).
+void handovers(check_context& c) {
+    for (const auto& y : c.b.history) {
+        if (op_of(y) != "yield" || res_of(y) != "ok")
+            continue;
+        const std::int64_t t0 = y["t0"], epoch = y.value("ne", std::int64_t{0});
+        std::int64_t first = 0;
+        for (const auto& r : c.b.history)
+            if (op_of(r) == "acq" && res_of(r) == "ok" && r.value("e", std::int64_t{0}) == epoch &&
+                r.value("w", "") == y.value("to", "") && (first == 0 || r["t"] < first))
+                first = r["t"];
+        if (first != 0)
+            c.at(y.value("L", ""), t0).handover_ms.push_back(static_cast<double>(first - t0) / 1e6);
+    }
+}
+
 } // namespace
 
 void check_grants(check_context& c) {
     grants_in_database(c);
     grants_in_history(c);
     revivals(c);
+    handovers(c);
 }
 
 } // namespace fault

@@ -47,6 +47,8 @@ struct kind_stats {
     double longest_leaderless_ms = 0;
     std::vector<double> recovery_ms;        ///< injection to next successful acquire/renew
     std::vector<double> stepdown_ms;        ///< injection to the leader's stop token firing
+    long by_read = 0;                       ///< grants confirmed by a read (handovers)
+    std::vector<double> handover_ms;        ///< yield_to's call to the successor's grant
     std::map<std::string, long> violations; ///< per invariant
     std::map<std::string, int> notes;       ///< injection details
 };

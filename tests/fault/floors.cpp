@@ -8,9 +8,10 @@
 namespace fault {
 
 void check_floors(check_context& c) {
-    long grants = 0, acked = 0, refused = 0;
+    long grants = 0, acked = 0, refused = 0, by_read = 0;
     for (const auto& [kind, k] : c.report.kinds) {
         grants += k.grants;
+        by_read += k.by_read;
         acked += k.acked;
         refused += k.refused;
     }
@@ -33,6 +34,7 @@ void check_floors(check_context& c) {
     floor("grants", grants, c.b.floors.grants);
     floor("acknowledged fenced transactions", acked, c.b.floors.acked);
     floor("stale writes refused", refused, c.b.floors.refused);
+    floor("handovers confirmed by a read", by_read, c.b.floors.by_read);
 }
 
 } // namespace fault

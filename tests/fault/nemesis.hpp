@@ -32,6 +32,10 @@ bool inject_clock(phase& ph, int& server_offset, int step);
 bool inject_pause_in_txn(phase& ph, const std::string& lease, const std::string& mode, double mult);
 /// Has the leader run a fenced transaction of 2.5 x ttl ("long-txn").
 bool inject_long_txn(phase& ph, const std::string& lease);
+/// Asks the leader to hand the lease over (elector::yield_to) to another
+/// campaigning worker ("handover"); effective when that worker then holds
+/// the lease with a newer epoch (nemesis_handover.cpp).
+bool inject_handover(phase& ph, const std::string& lease);
 /// Kills the primary and promotes the standby. Asynchronous: the
 /// standby's WAL receiver is stopped first, the leader is killed so a new
 /// grant and acknowledged writes happen on the old primary only, and the

@@ -283,6 +283,14 @@ std::optional<leader_info> phase::wait_leader(const std::string& lease, int time
     return std::nullopt;
 }
 
+std::vector<worker_ref> phase::workers(const std::string& lease) {
+    std::vector<worker_ref> out;
+    for (const auto& p : m_procs)
+        if (p.lease == lease && !reap(p.pid))
+            out.push_back({p.label, p.history, p.pid});
+    return out;
+}
+
 void read_database(const std::string& conninfo, phase_bundle& b,
                    const std::vector<std::string>& leases) {
     const auto conn = patient_connection(conninfo);

@@ -31,6 +31,13 @@ struct leader_info {
     std::int64_t epoch = 0;
 };
 
+/// A live worker process (spawn_worker).
+struct worker_ref {
+    std::string label;   ///< e.g. "p3"
+    std::string history; ///< its history file; worker.hpp's side files beside it
+    int pid = 0;
+};
+
 class phase {
 public:
     phase(const settings& s, std::string name, std::mt19937& rng);
@@ -90,6 +97,8 @@ public:
     std::optional<leader_info> leader(const std::string& lease);
     /// Waits up to @p timeout_ms for one.
     std::optional<leader_info> wait_leader(const std::string& lease, int timeout_ms);
+    /// The live worker processes on @p lease.
+    std::vector<worker_ref> workers(const std::string& lease);
 
     /// Records an effective injection.
     void record(fault_record f) { m_faults.push_back(std::move(f)); }

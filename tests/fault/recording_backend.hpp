@@ -86,6 +86,46 @@ public:
             [](json& out, bool freed) { out["r"] = freed ? "ok" : "no"; });
     }
 
+    /// A handover ends the holder's grant as a release does: recorded as
+    /// "rel" (with "to", the successor, and "ne", its epoch), invoked first.
+    std::optional<std::int64_t> handover(const std::string& name, const std::string& holder,
+                                         std::int64_t epoch,
+                                         const std::string& successor) override {
+        json e = entry("rel", name, holder);
+        e["e"] = epoch;
+        e["to"] = successor;
+        json invoked = e;
+        invoked["ph"] = "inv";
+        invoked["t"] = mono_ns();
+        m_h.append(invoked);
+        return recorded(
+            std::move(e), [&] { return m_inner.handover(name, holder, epoch, successor); },
+            [](json& out, const std::optional<std::int64_t>& next) {
+                out["r"] = next ? "ok" : "no";
+                out["ne"] = next.value_or(0);
+            });
+    }
+
+    bool take_handover_hint(const std::string& name, const std::string& holder) noexcept override {
+        m_hinted = holder;
+        return m_inner.take_handover_hint(name, holder);
+    }
+
+    /// A successor's read that confirms a handover to it (lease.cpp, after
+    /// take_handover_hint): recorded as its acquire ("via" "read"), the
+    /// grant the holder's handover committed for it.
+    std::optional<pglease::lease_record> status_if_durable(const std::string& name) override {
+        return recorded(
+            entry("acq", name, m_hinted), [&] { return m_inner.status_if_durable(name); },
+            [this](json& e, const std::optional<pglease::lease_record>& row) {
+                const bool ours = row && row->valid && row->holder == m_hinted;
+                e["r"] = ours ? "ok" : "no";
+                e["e"] = row ? row->epoch : 0;
+                e["h"] = row ? row->holder : "";
+                e["via"] = "read";
+            });
+    }
+
     bool revoke(const std::string& name) override { return m_inner.revoke(name); }
     std::optional<pglease::lease_record> status(const std::string& name) override {
         return m_inner.status(name);
@@ -103,6 +143,7 @@ public:
 private:
     pglease::pq_backend m_inner;
     history_file& m_h;
+    std::string m_hinted; ///< the identity of the last take_handover_hint
 };
 
 } // namespace fault

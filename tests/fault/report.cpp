@@ -74,6 +74,11 @@ int print_report(const settings& s, const std::vector<checked_phase>& phases) {
                       << ", allowed overlaps " << k.allowed_overlaps;
             for (const auto& [n, c] : k.notes)
                 std::cout << ", " << n << " x" << c;
+            if (!k.handover_ms.empty())
+                std::cout << ", handovers " << k.handover_ms.size() << " (" << k.by_read
+                          << " confirmed by a read) p50 / max "
+                          << fixed0(percentile(k.handover_ms, 0.5)) << " / "
+                          << fixed0(percentile(k.handover_ms, 1.0)) << " ms";
             std::cout << "\n";
         }
     if (violations > 0) {
@@ -110,7 +115,9 @@ void write_json_report(const settings& s, const std::vector<checked_phase>& phas
                            {"refusals", k.refused},
                            {"unknown_outcome", k.unknown},
                            {"acknowledged_lost", k.acked_lost},
-                           {"longest_leaderless_ms", k.longest_leaderless_ms}};
+                           {"longest_leaderless_ms", k.longest_leaderless_ms},
+                           {"by_read", k.by_read},
+                           {"handover_ms", k.handover_ms}};
         json texts = json::array();
         for (const auto& v : rep.violations)
             texts.push_back({{"invariant", v.invariant}, {"text", v.text}});
@@ -120,7 +127,8 @@ void write_json_report(const settings& s, const std::vector<checked_phase>& phas
                        {{"effective", b.floors.effective},
                         {"grants", b.floors.grants},
                         {"acknowledged_writes", b.floors.acked},
-                        {"refusals", b.floors.refused}}},
+                        {"refusals", b.floors.refused},
+                        {"by_read", b.floors.by_read}}},
                       {"violations", rep.counts},
                       {"kinds", kinds},
                       {"violation_texts", texts}});

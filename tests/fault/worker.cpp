@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <thread>
@@ -25,6 +26,7 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_hook{0};
+std::atomic<bool> g_handover{false};
 
 void on_term(int /*sig*/) {
     g_stop.store(true);
@@ -32,6 +34,59 @@ void on_term(int /*sig*/) {
 
 void on_hook(int sig) {
     g_hook.store(sig - SIGRTMIN + 1);
+}
+
+void on_handover(int /*sig*/) {
+    g_handover.store(true);
+}
+
+std::string outcome_name(pglease::handover_result::outcome o) {
+    using o_t = pglease::handover_result::outcome;
+    switch (o) {
+    case o_t::handed_over:
+        return "ok";
+    case o_t::not_leading:
+        return "not_leading";
+    case o_t::not_ours:
+        return "no";
+    case o_t::failed:
+        break;
+    }
+    return "fail";
+}
+
+/// The orchestrator's handover: yield_to the identity in <history>.handover,
+/// recorded as "yield" (t0 the call, t its return, "to" the successor,
+/// "ne" the successor's epoch).
+void hand_over(pglease::elector& el, const worker_settings& s, history_file& h,
+               const std::string& identity) {
+    std::string successor;
+    std::ifstream{s.history + ".handover"} >> successor;
+    if (successor.empty() || successor == identity)
+        return;
+    const std::int64_t t0 = mono_ns();
+    const std::int64_t epoch = el.epoch();
+    std::string result, why;
+    std::int64_t next = 0;
+    try {
+        const auto r = el.yield_to(successor);
+        result = outcome_name(r.what);
+        next = r.new_epoch;
+        why = r.message;
+    } catch (const std::exception& e) {
+        result = "fail";
+        why = e.what();
+    }
+    h.append({{"op", "yield"},
+              {"t0", t0},
+              {"t", mono_ns()},
+              {"w", identity},
+              {"L", s.lease},
+              {"e", epoch},
+              {"to", successor},
+              {"ne", next},
+              {"r", result},
+              {"x", why}});
 }
 
 /// Samples elector::leading() every sample_ms (2 ms) and records transitions (held
@@ -157,6 +212,9 @@ int run_worker(const worker_settings& s) {
     hk.sa_handler = on_hook;
     for (int i = 0; i < 3; ++i)
         sigaction(SIGRTMIN + i, &hk, nullptr);
+    struct sigaction ho {};
+    ho.sa_handler = on_handover;
+    sigaction(handover_signal(), &ho, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
     history_file h{s.history};
@@ -186,6 +244,8 @@ int run_worker(const worker_settings& s) {
             cfg.downstreams.push_back(down);
         }
         const std::string identity = cfg.identity;
+        // the orchestrator names a handover's successor by this (worker.hpp)
+        std::ofstream{s.history + ".id", std::ios::trunc} << identity << "\n";
         cfg.callbacks.on_started_leading =
             [&h, &st, &s, identity](std::int64_t epoch, const pglease::stop_token& stop) {
                 h.append({{"op", "start"},
@@ -233,8 +293,11 @@ int run_worker(const worker_settings& s) {
             std::uniform_int_distribution<int> hold{3 * s.ttl_ms / 10, 3 * s.ttl_ms};
             until = std::min(end, mono_ns() + static_cast<std::int64_t>(hold(rng)) * 1000000);
         }
-        while (!g_stop.load() && mono_ns() < until)
-            sleep_ms(std::clamp<std::int64_t>((until - mono_ns()) / 1000000, 1, 50));
+        while (!g_stop.load() && mono_ns() < until) {
+            if (g_handover.exchange(false))
+                hand_over(el, s, h, identity);
+            sleep_ms(std::clamp<std::int64_t>((until - mono_ns()) / 1000000, 1, 10));
+        }
         if (s.storm && !g_stop.load())
             h.append({{"op", "resign"}, {"t", mono_ns()}, {"w", identity}, {"L", s.lease}});
         {

@@ -51,6 +51,12 @@ inline int stall_busy_signal() {
 inline int long_txn_signal() {
     return SIGRTMIN + 2;
 }
+/// Asks the worker to hand its lease over (elector::yield_to) to the
+/// identity the orchestrator wrote to <history>.handover; the worker keeps
+/// its current identity in <history>.id for the orchestrator to name.
+inline int handover_signal() {
+    return SIGRTMIN + 3;
+}
 
 /// Parses "--key=value" arguments (argv after "worker").
 worker_settings parse_worker_args(int argc, char** argv);
