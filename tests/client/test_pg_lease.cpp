@@ -1,8 +1,8 @@
 /// @file test_pg_lease.cpp
 /// @brief lease, scoped_lease and fenced transactions against the real
 /// server of the PG* environment.
-#include "pg_fixture.hpp"
 #include "forwarding_backend.hpp"
+#include "pg_fixture.hpp"
 #include "pg_terminate.hpp"
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
@@ -119,8 +119,8 @@ namespace {
 /// machine, would be granted at once and prove nothing).
 class first_refusal final : public test::forwarding_backend {
 public:
-    using forwarding_backend::forwarding_backend;
     using backend::acquire;
+    using forwarding_backend::forwarding_backend;
     acquire_reply acquire(const std::string& n, const std::string& h, std::chrono::milliseconds t,
                           std::chrono::milliseconds ld, clock::time_point d) override {
         auto reply = forwarding_backend::acquire(n, h, t, ld, d);
