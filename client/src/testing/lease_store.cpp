@@ -16,6 +16,30 @@ using std::chrono::microseconds;
 
 namespace {
 constexpr std::chrono::seconds settle_bound{2};
+
+// The server's argument checks (SPEC section 3, SQLSTATE 22023), so code
+// tested against the double meets the errors the server raises.
+constexpr std::size_t max_label_bytes = 255;
+constexpr std::chrono::hours max_ttl{24}; // pg_lease.max_ttl's default
+
+void check_label(const std::string& value, const char* what) {
+    if (value.empty() || value.size() > max_label_bytes || value.find('\0') != std::string::npos)
+        throw error{std::string{what} + " must be 1 to 255 bytes, without NUL", "22023"};
+}
+
+void check_ttl(std::chrono::milliseconds ttl) {
+    if (ttl <= std::chrono::milliseconds::zero() || ttl > max_ttl)
+        throw error{"ttl must be positive and at most pg_lease.max_ttl (1 day)", "22023"};
+}
+
+void check_grant(const std::string& name, const std::string& holder, std::chrono::milliseconds ttl,
+                 std::chrono::milliseconds lock_delay) {
+    check_label(name, "lease name");
+    check_label(holder, "holder");
+    check_ttl(ttl);
+    if (lock_delay < std::chrono::milliseconds::zero())
+        throw error{"lock_delay must not be negative", "22023"};
+}
 } // namespace
 
 namespace detail {
@@ -206,6 +230,7 @@ void lease_store::fence_check(const fence_token& token) const {
 acquire_reply lease_store::acquire(const std::string& name, const std::string& holder,
                                    std::chrono::milliseconds ttl,
                                    std::chrono::milliseconds lock_delay) {
+    check_grant(name, holder, ttl, lock_delay);
     std::unique_lock lock{m_state->mutex};
     const lease_row& r = m_state->rows[name];
     const auto now = m_state->clk.now();
@@ -223,6 +248,7 @@ acquire_reply lease_store::acquire(const std::string& name, const std::string& h
 
 std::optional<microseconds> lease_store::renew(const std::string& name, const std::string& holder,
                                                std::int64_t epoch, std::chrono::milliseconds ttl) {
+    check_ttl(ttl);
     const std::lock_guard lock{m_state->mutex};
     lease_row& r = m_state->rows[name];
     if (!m_state->valid(r) || r.holder != holder || r.epoch != epoch)

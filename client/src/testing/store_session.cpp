@@ -38,8 +38,6 @@ public:
                           std::chrono::milliseconds ttl, std::chrono::milliseconds lock_delay,
                           clock::time_point deadline) override {
         in_time("lease_acquire", deadline);
-        if (lock_delay < std::chrono::milliseconds::zero())
-            throw error{"lock_delay must not be negative", "22023"};
         return m_sql.acquire(name, holder, ttl, lock_delay);
     }
 
