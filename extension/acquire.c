@@ -12,6 +12,10 @@
  * grant it ends.  New epochs are drawn only under that lock, so epochs of
  * one lease increase in grant order.
  *
+ * Twins (the same rules, kept equal by tests/contract/cases.json):
+ * lease_acquire and lease_sql_refusal in sql/sql_edition/50_grants.sql;
+ * lease_store::acquire and available_at in client/src/testing/.
+ *
  *-------------------------------------------------------------------------
  */
 #include "lease_row.h"

@@ -14,6 +14,10 @@
  * lease_use (fence_use.c).  Hot path: the arguments are kept for the
  * statement (fn_extra), the row for the transaction (fence_xact.c).
  *
+ * Twins (the decisions and SQLSTATEs, kept equal by
+ * tests/contract/cases.json): sql/sql_edition/60_fence.sql; the test
+ * double's lease_store::fence_check (client/src/testing/lease_store.cpp).
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"

@@ -11,6 +11,10 @@
  * (within pg_lease.takeover_timeout) for the fenced transactions of the
  * epoch they end.
  *
+ * Twins (the same rules, kept equal by tests/contract/cases.json):
+ * sql/sql_edition/50_grants.sql; lease_store::renew, release, revoke and
+ * handover in client/src/testing/lease_store.cpp.
+ *
  *-------------------------------------------------------------------------
  */
 #include "lease_row.h"
