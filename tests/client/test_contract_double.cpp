@@ -9,7 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <memory>
 
 namespace pglease::test {
@@ -43,17 +42,9 @@ TEST_P(contract_double, holds) {
     EXPECT_EQ(contract::play(c, t, "c-"), "") << c.name << ": " << c.rule;
 }
 
-std::string case_name(const ::testing::TestParamInfo<contract::contract_case>& info) {
-    std::string n = info.param.name;
-    for (char& ch : n)
-        if (std::isalnum(static_cast<unsigned char>(ch)) == 0)
-            ch = '_';
-    return n;
-}
-
 INSTANTIATE_TEST_SUITE_P(cases, contract_double,
                          ::testing::ValuesIn(contract::load_cases(PGLEASE_CONTRACT_CASES)),
-                         case_name);
+                         [](const auto& param) { return contract::test_name(param.param); });
 
 } // namespace
 } // namespace pglease::test

@@ -8,7 +8,6 @@
 #include "pglease/pq_backend.hpp"
 #include "pglease/pqxx_compat.hpp"
 
-#include <cctype>
 #include <map>
 #include <thread>
 
@@ -67,17 +66,9 @@ TEST_P(pg_contract, holds) {
     EXPECT_EQ(contract::play(c, t, unique_name("c") + "-"), "") << c.name << ": " << c.rule;
 }
 
-std::string case_name(const ::testing::TestParamInfo<contract::contract_case>& info) {
-    std::string n = info.param.name;
-    for (char& ch : n)
-        if (std::isalnum(static_cast<unsigned char>(ch)) == 0)
-            ch = '_';
-    return n;
-}
-
 INSTANTIATE_TEST_SUITE_P(cases, pg_contract,
                          ::testing::ValuesIn(contract::load_cases(PGLEASE_CONTRACT_CASES)),
-                         case_name);
+                         [](const auto& param) { return contract::test_name(param.param); });
 
 } // namespace
 } // namespace pglease::test

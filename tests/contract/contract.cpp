@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -18,6 +19,14 @@ namespace pglease::contract {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
+
+std::string test_name(const contract_case& c) {
+    std::string n = c.name;
+    for (char& ch : n)
+        if (std::isalnum(static_cast<unsigned char>(ch)) == 0)
+            ch = '_';
+    return n;
+}
 
 std::vector<contract_case> load_cases(const std::string& path) {
     std::ifstream in{path};

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,14 @@ struct contract_case {
     std::string rule;
     std::string steps; ///< JSON text of the steps
 };
+
+/// @p c's name as a test name (letters, digits and '_').
+std::string test_name(const contract_case& c);
+
+/// How GoogleTest prints a case (found by ADL): its name.
+inline void PrintTo(const contract_case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 /// The table (cases.json, read from @p path).
 std::vector<contract_case> load_cases(const std::string& path);

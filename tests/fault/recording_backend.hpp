@@ -22,6 +22,16 @@ private:
         return json{{"op", op}, {"w", holder}, {"L", name}};
     }
 
+    /// Records @p e as invoked, before sending: the lease stopped believing
+    /// already, and a SIGKILL after the server freed it must not leave the
+    /// belief open (a release, a handover).
+    void invoked(const json& e) {
+        json inv = e;
+        inv["ph"] = "inv";
+        inv["t"] = mono_ns();
+        m_h.append(inv);
+    }
+
     /// Runs @p call between send time t0 and reply time t, and records the
     /// outcome: @p outcome fills in the reply's fields, a failure records
     /// r = "fail" and the error, then rethrows.
@@ -75,12 +85,7 @@ public:
     bool release(const std::string& name, const std::string& holder, std::int64_t epoch) override {
         json e = entry("rel", name, holder);
         e["e"] = epoch;
-        // Recorded before sending: the lease stopped believing already, and a
-        // SIGKILL after the server freed it must not leave the belief open.
-        json invoked = e;
-        invoked["ph"] = "inv";
-        invoked["t"] = mono_ns();
-        m_h.append(invoked);
+        invoked(e);
         return recorded(
             std::move(e), [&] { return m_inner.release(name, holder, epoch); },
             [](json& out, bool freed) { out["r"] = freed ? "ok" : "no"; });
@@ -94,10 +99,7 @@ public:
         json e = entry("rel", name, holder);
         e["e"] = epoch;
         e["to"] = successor;
-        json invoked = e;
-        invoked["ph"] = "inv";
-        invoked["t"] = mono_ns();
-        m_h.append(invoked);
+        invoked(e);
         return recorded(
             std::move(e), [&] { return m_inner.handover(name, holder, epoch, successor); },
             [](json& out, const std::optional<std::int64_t>& next) {
