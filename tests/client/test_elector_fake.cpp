@@ -230,9 +230,15 @@ TEST(elector_fake, reported_fence_loss_ends_the_term_at_once) {
     cfg.ttl = 6s;
     cfg.renew_deadline = 4s;
     cfg.retry_period = 1s;
-    elector e{cfg, std::make_unique<fake_backend>(store)};
+    auto db = std::make_unique<fake_backend>(store);
+    fake_backend& calls = *db;
+    elector e{cfg, std::move(db)};
     e.start();
     ASSERT_TRUE(r.wait([&] { return r.started == 1; }));
+    // From here every call fails: the fake store would grant the lease
+    // straight back (it is still ours there), and a loaded machine could
+    // let the loop start that new term before the checks below look.
+    calls.fail_before(1000000);
     const auto at = steady::now();
     e.report_lost(r.epoch);
     EXPECT_FALSE(e.leading()); // at once, no I/O
