@@ -33,7 +33,7 @@ public:
             tx.commit();
             return {};
         } catch (const pqxx::sql_error& e) {
-            return e.sqlstate();
+            return std::string{e.sqlstate()}; // a string_view from libpqxx 8
         }
     }
 
