@@ -7,6 +7,7 @@
 #include "nemesis.hpp"
 
 #include "common.hpp"
+#include "single_phase.hpp"
 #include "worker.hpp"
 
 #include <signal.h>
@@ -62,6 +63,22 @@ bool inject_handover(phase& ph, const std::string& lease) {
         sleep_ms(5);
     }
     return false;
+}
+
+single handover_phase(int planned, int ttl_ms) {
+    single d{"handover",
+             {{"handover", planned}},
+             floors({{"handover", planned}}, planned, 50, 0),
+             false,
+             [planned, ttl_ms](phase& ph) {
+                 until_effective(planned, [&](int) {
+                     const bool hit = inject_handover(ph, "l0");
+                     settle(ttl_ms + ph.uniform(0, 500));
+                     return hit;
+                 });
+             }};
+    d.floors.by_read = planned / 2;
+    return d;
 }
 
 } // namespace fault

@@ -268,25 +268,8 @@ std::vector<phase_bundle> run_profile(const settings& s, const plan& p, std::mt1
                            }});
     });
 
-    // Planned handovers (issue 53): the leader yields to another worker,
-    // which leads on the handover's NOTIFY after a read, no commit of its
-    // own; at least half of them confirmed that way (the by_read floor),
-    // the rest may have acquired (a hint lost to a reconnect).
-    run("handover", [&] {
-        single d{"handover",
-                 {{"handover", p.handover}},
-                 floors({{"handover", p.handover}}, p.handover, 50, 0),
-                 false,
-                 [&](phase& ph) {
-                     until_effective(p.handover, [&](int) {
-                         const bool hit = inject_handover(ph, "l0");
-                         settle(ttl + ph.uniform(0, 500));
-                         return hit;
-                     });
-                 }};
-        d.floors.by_read = p.handover / 2;
-        return run_single(s, rng, d);
-    });
+    // Planned handovers (issue 53; nemesis_handover.cpp).
+    run("handover", [&] { return run_single(s, rng, handover_phase(p.handover, ttl)); });
 
     // A second database fenced by the lease's floor (1.4): the leader raises
     // it at each term, every transaction also writes there (in flight

@@ -36,6 +36,12 @@ struct single {
 /// runs the body, lets the phase settle and checks it.
 phase_bundle run_single(const settings& s, std::mt19937& rng, const single& def);
 
+/// The handover phase (nemesis_handover.cpp): @p planned handovers, each
+/// followed by a ttl (@p ttl_ms) and up to 500 ms of settling; at least
+/// half of the successors confirm theirs by a read (the by_read floor), the
+/// rest may have acquired (a hint lost to a reconnect).
+single handover_phase(int planned, int ttl_ms);
+
 /// A phase's floors: effective injections per kind, and minimum grants,
 /// acknowledged fenced transactions and stale writes refused.
 phase_floors floors(std::map<std::string, int> effective, long grants, long acked, long refused);
