@@ -198,19 +198,25 @@ TEST_F(pg_elector, terminated_renew_session_reconnects_or_steps_down_never_two_l
     const auto epoch = a.epoch();
 
     for (int round = 0; round < 3; ++round) {
-        ASSERT_GE(terminate(app_a), 1) << "renew session of the leader not found";
+        // A reconnect may still be under way on a loaded machine: wait for it.
+        ASSERT_TRUE(eventually([&] { return terminate(app_a) >= 1; }, 5s))
+            << "renew session of the leader not found";
         const auto until = steady::now() + 1500ms;
         while (steady::now() < until) {
             ASSERT_FALSE(a.leading() && b.leading()) << "two leaders";
             std::this_thread::sleep_for(2ms);
         }
     }
+    // Which lawful outcome came is what a says: a step-down is announced
+    // (and a may lead again later, even at the same epoch if its grant was
+    // still valid on the server); no step-down means it kept its term.
+    const bool kept_term = oa.stopped == 0;
     std::cout << "[ info ] after 3 terminations the leader "
-              << (a.leading() ? "reconnected and kept its epoch" : "stepped down") << "\n";
-    if (a.leading()) {
+              << (kept_term ? "reconnected and kept its epoch" : "stepped down") << "\n";
+    if (kept_term) {
         // It reconnected and renewed the very same epoch in time.
+        EXPECT_TRUE(a.leading());
         EXPECT_EQ(a.epoch(), epoch);
-        EXPECT_EQ(oa.stopped, 0);
         EXPECT_EQ(lease_status(name).epoch, epoch);
         EXPECT_TRUE(eventually(
             [&] {
@@ -224,8 +230,10 @@ TEST_F(pg_elector, terminated_renew_session_reconnects_or_steps_down_never_two_l
             2s))
             << "no new session after the reconnect";
     } else {
-        // It stepped down (and said so); at most the other one leads.
+        // It stepped down (and said so); the loop saw at most one leader,
+        // and the lease's epoch never went back.
         EXPECT_GE(oa.stopped, 1);
+        EXPECT_GE(lease_status(name).epoch, epoch);
     }
 }
 
@@ -253,11 +261,6 @@ TEST_F(pg_elector, stop_releases_and_a_follower_leads_at_once) {
     EXPECT_EQ(oa.stopped, 1);
     ASSERT_TRUE(eventually([&] { return ob.started > 0; }, 5s));
     const auto took = std::chrono::duration_cast<ms>(ob.started_at - stopped);
-    {
-        const auto off = std::chrono::system_clock::now().time_since_epoch() - steady::now().time_since_epoch();
-        auto wall = [&](steady::time_point t) { return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch() + off).count() % 100000000; };
-        std::cout << "[ debug ] stopped " << wall(stopped) << " started " << wall(ob.started_at) << " reset-done " << wall(steady::now()) << "\n";
-    }
     std::cout << "[ timing ] leader stop (release) -> follower leads: " << took.count()
               << " ms (retry period 1000 ms)\n";
     EXPECT_LT(took, 900ms) << "the follower waited for its timer, not the NOTIFY";

@@ -74,13 +74,17 @@ TEST_F(pg_lease, second_client_is_refused_and_learns_the_holder) {
     pq_backend db_b{env_options()};
     lease a{db_a, name, with_ttl(3s)};
     lease b{db_b, name, with_ttl(3s)};
+    const auto before = steady::now(); // a's grant, so its expiry, comes after this
     ASSERT_TRUE(a.acquire());
     EXPECT_FALSE(b.acquire());
     EXPECT_FALSE(b.held());
     EXPECT_EQ(b.holder(), a.identity());
     ASSERT_TRUE(b.expiry_hint());
-    const auto left = *b.expiry_hint() - steady::now();
-    EXPECT_GT(left, 2s);
+    // b is told a's expiry, not its own ttl from now: no earlier than
+    // before + 3 s (less the server's rounding), and at most 3 s away.
+    const auto now = steady::now();
+    const auto left = *b.expiry_hint() - now;
+    EXPECT_GT(left, 3s - (now - before) - 50ms);
     EXPECT_LE(left, 3s + 100ms);
     EXPECT_THROW((void)b.token(), lease_lost);
 }
@@ -167,13 +171,17 @@ TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_st
     make_fenced_table(table, name);
     pq_backend db_a{env_options()};
     pq_backend db_b{env_options()};
-    lease a{db_a, name, with_ttl(1000ms)};
+    // 2.5 s, not less: a loaded CI machine once took 0.9 s between a
+    // 1 s grant and its first write, past the local deadline.
+    constexpr auto ttl_a = 2500ms;
+    lease a{db_a, name, with_ttl(ttl_a)};
     lease b{db_b, name, with_ttl(3s)};
     pqxx::connection app_a{""};
     pqxx::connection app_b{""};
     const std::string insert = "INSERT INTO " + app_a.quote_name(table) + " (note) VALUES ";
 
     ASSERT_TRUE(a.acquire());
+    const auto granted_by = steady::now(); // the server's grant started before this
     const int n = a.run_fenced(app_a, [&](pqxx::work& tx) {
         pqxx_compat::exec0(tx, insert + "('a')");
         return 1;
@@ -181,7 +189,7 @@ TEST_F(pg_lease, fenced_writes_pass_for_the_holder_and_are_refused_once_it_is_st
     EXPECT_EQ(n, 1);
     const fence_token stale = a.token();
 
-    std::this_thread::sleep_for(1100ms); // a expires on the server
+    std::this_thread::sleep_until(granted_by + ttl_a + 100ms); // a expires on the server
     EXPECT_FALSE(a.held());
     EXPECT_THROW(
         a.run_fenced(app_a, [&](pqxx::work& tx) { pqxx_compat::exec0(tx, insert + "('x')"); }),
