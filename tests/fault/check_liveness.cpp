@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace fault {
 
@@ -28,23 +29,50 @@ struct term {
     std::int64_t epoch = 0, granted = 0, ends = 0;
 };
 
+/// The grants whose term was refused (a downstream floor could not be
+/// raised): they led nothing, so the lease stays leaderless through them.
+/// Only those grants: a refusal answers the worker's last grant of that
+/// epoch with no term begun since, and the same worker may have led under
+/// the same epoch before it (an acquire that extended its still-valid
+/// grant after a step-down gets the epoch it had).
+std::set<const json*> refused_grants(const check_context& c) {
+    std::vector<const json*> in_time;
+    for (const auto& r : c.b.history)
+        if (r.contains("t") && r.contains("e"))
+            in_time.push_back(&r);
+    std::stable_sort(in_time.begin(), in_time.end(), [](const json* a, const json* b) {
+        return (*a)["t"].get<std::int64_t>() < (*b)["t"].get<std::int64_t>();
+    });
+    std::map<std::tuple<std::string, std::string, std::int64_t>, const json*> awaiting;
+    std::set<const json*> out;
+    for (const json* r : in_time) {
+        const std::string op = op_of(*r);
+        const auto key = std::make_tuple(r->value("w", ""), r->value("L", ""),
+                                         r->value("e", std::int64_t{0}));
+        if (op == "acq" && res_of(*r) == "ok") {
+            awaiting[key] = r;
+        } else if (op == "start") {
+            awaiting.erase(key);
+        } else if (op == "refused") {
+            if (const auto it = awaiting.find(key); it != awaiting.end()) {
+                out.insert(it->second);
+                awaiting.erase(it);
+            }
+        }
+    }
+    return out;
+}
+
 std::map<std::string, std::vector<term>> terms_per_lease(const check_context& c) {
     std::map<std::pair<std::string, std::int64_t>, term> terms;
-    // A grant whose term was refused (a downstream floor could not be
-    // raised) led nothing: the lease stays leaderless through it.
-    std::set<std::pair<std::string, std::int64_t>> refused;
-    for (const auto& r : c.b.history)
-        if (op_of(r) == "refused")
-            refused.emplace(r.value("L", ""), r.value("e", std::int64_t{0}));
+    const std::set<const json*> refused = refused_grants(c);
     for (const auto& r : c.b.history) {
         const std::string op = op_of(r), res = res_of(r);
         if (!r.contains("t") || !r.contains("t0") || !r.contains("e"))
             continue;
         const std::int64_t t = r["t"], e = r["e"];
         const auto key = std::make_pair(r.value("L", ""), e);
-        if (refused.count(key) != 0)
-            continue;
-        if (op == "acq" && res == "ok") {
+        if (op == "acq" && res == "ok" && refused.count(&r) == 0) {
             auto [it, fresh] = terms.try_emplace(key, term{r["w"], e, t, t + c.ttl});
             it->second.granted = std::min(it->second.granted, t);
             it->second.ends = std::max(it->second.ends, t + c.ttl);

@@ -269,6 +269,21 @@ std::vector<test_case> cases() {
          [](builder& h) { h.b.counters[0].n = 2; }},
         {"two processes observed held() at one instant", "I4",
          [](builder& h) { h.held("p0.0", 1, 3100, 4300); }},
+        // A leads epoch 1; at 2900 its acquire (an extension: the same
+        // epoch) is answered, and that term is refused (a downstream floor
+        // could not be raised): the refusal voids that grant, not the
+        // epoch-1 term A led before it (fresh run of d8dc496's netslow).
+        {"clean: a refused re-grant of the epoch a holder led voids only itself", "",
+         [](builder& h) {
+             h.acq("p0.0", 1, 2900);
+             h.b.history.push_back(
+                 {{"op", "refused"}, {"t", at_ms(2950)}, {"w", "p0.0"}, {"L", "l0"}, {"e", 1}});
+         }},
+        {"a refused grant leads nothing", "liveness",
+         [](builder& h) {
+             h.b.history.push_back(
+                 {{"op", "refused"}, {"t", at_ms(4110)}, {"w", "p1.0"}, {"L", "l0"}, {"e", 2}});
+         }},
         {"no leader beyond the liveness bound while a candidate waited", "liveness",
          [](builder&) {}, 8000},
         {"a lease never granted while candidates campaigned", "liveness",
