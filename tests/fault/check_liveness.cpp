@@ -47,8 +47,8 @@ std::set<const json*> refused_grants(const check_context& c) {
     std::set<const json*> out;
     for (const json* r : in_time) {
         const std::string op = op_of(*r);
-        const auto key = std::make_tuple(r->value("w", ""), r->value("L", ""),
-                                         r->value("e", std::int64_t{0}));
+        const auto key =
+            std::make_tuple(r->value("w", ""), r->value("L", ""), r->value("e", std::int64_t{0}));
         if (op == "acq" && res_of(*r) == "ok") {
             awaiting[key] = r;
         } else if (op == "start") {
