@@ -23,16 +23,7 @@ psql -X -q -v ON_ERROR_STOP=1 -f "$here/fence_tables.sql" >/dev/null
 epoch=$(psql -X -A -t -c "SELECT epoch FROM leases WHERE name = 'f'")
 # The same row on both sides: the fence stamps the token into the fenced
 # row's epoch column, the unfenced row gets the same value written.
-cat >"$work/fenced.sql" <<SQL
-BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
-INSERT INTO fenced (payload) VALUES ('x');
-COMMIT;
-SQL
-cat >"$work/unfenced.sql" <<SQL
-BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
-INSERT INTO unfenced (payload, epoch) VALUES ('x', $epoch);
-COMMIT;
-SQL
+pgbench_fenced_pair "$epoch"
 
 echo "| clients | transaction | transactions | WAL bytes / tx | MultiXacts / tx |"
 echo "|---:|---|---:|---:|---:|"
