@@ -28,7 +28,7 @@ kinds=${*:-unfenced empty least fenced fenced_use fenced_row fenced_col renew_ba
 source "$here/../tests/harness/pg_cluster.sh"
 pg_cluster_start cg >/dev/null
 edition=${SQL_EDITION_FILE:-$PG_CLUSTER_ROOT/pg_lease_sql.sql}
-[ -n "${SQL_EDITION_FILE:-}" ] || python3 "$here/../scripts/sql_edition.py" --form psql >"$edition"
+[ -n "${SQL_EDITION_FILE:-}" ] || { source "$here/../scripts/lib/sql_edition.sh" && sql_edition_psql_script "$edition"; }
 psql -X -q -v ON_ERROR_STOP=1 -f "$edition" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -f "$here/sql_edition_floor.sql" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'

@@ -32,7 +32,9 @@ pm=$(pg_as_owner head -1 "$(pg_cluster_dir cpu)/data/postmaster.pid")
 q "CREATE ROLE bench_owner LOGIN" >/dev/null
 q "CREATE DATABASE bench OWNER bench_owner" >/dev/null
 as() { PGUSER=bench_owner psql -X -q -A -t -v ON_ERROR_STOP=1 -d bench "$@"; }
-as -f "$here/../sql/pg_lease_sql.sql" >/dev/null
+source "$here/../scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$work/pg_lease_sql.sql"
+as -f "$work/pg_lease_sql.sql" >/dev/null
 as -f "$here/sql_edition_floor.sql" >/dev/null
 as >/dev/null <<'SQL'
 SET client_min_messages = warning;

@@ -20,7 +20,8 @@ c=${clients[0]}
 trap pg_cluster_stop_all EXIT
 pgbench_cluster_init floor
 pg_cluster_start floor >/dev/null
-python3 "$here/../scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
+source "$here/../scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$work/pg_lease_sql.sql"
 psql -X -q -v ON_ERROR_STOP=1 -f "$work/pg_lease_sql.sql" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -f "$here/sql_edition_floor.sql" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
