@@ -6,7 +6,7 @@
 ///   UPDATE (prepared, autocommit) of the same row copied into a plain table of the leases' shape;
 /// - cycle: pglease::lease::acquire() + release() of a free lease, each client cycling over 100
 ///   leases of its own, against the same two UPDATEs on 100 rows of its own
-///   on a plain table of the leases' shape (those of bench/notify_cost.sh), each its own
+///   on a plain table of the leases' shape (those of bench/pgbench/notify_cost.sh), each its own
 ///   transaction;
 /// - run_fenced: one INSERT per transaction, a plain pqxx::work (BEGIN, INSERT, COMMIT) into an
 ///   unfenced table against pglease::run_fenced into a fenced table of the same shape, in its
@@ -119,7 +119,7 @@ struct client {
                                        "clock_timestamp() + ttl WHERE name = $1 AND holder = $2 "
                                        "AND epoch = $3 AND expires_at > clock_timestamp() "
                                        "RETURNING expires_at");
-        // bench/notify_cost.sh's two UPDATEs (its plain.sql)
+        // bench/pgbench/notify_cost.sh's two UPDATEs (its plain.sql)
         conn.prepare("plain_acquire",
                      "UPDATE " + names.plain_leases + " SET holder = $2, epoch = nextval('" +
                          names.plain_seq +
@@ -178,7 +178,7 @@ public:
         tx.exec("SET LOCAL client_min_messages = warning");
         // renew's baseline: a table of the leases' shape, filled by
         // copy_renew_leases() with the clients' held leases; the cycle's:
-        // bench/notify_cost.sh's plain table.
+        // bench/pgbench/notify_cost.sh's plain table.
         create_like_leases(tx, names.bare);
         create_like_leases(tx, names.plain_leases);
         tx.exec("CREATE SEQUENCE " + names.plain_seq + " AS bigint MINVALUE 1");

@@ -1,11 +1,11 @@
-# Shared by the pgbench scripts (bench/notify_cost.sh, bench/pgbench_ratios.sh,
+# Shared by the pgbench scripts (bench/pgbench/notify_cost.sh, bench/pgbench/pgbench_ratios.sh,
 # the fence's cost scripts): their arguments, a throwaway server with
 # default durability, the fenced transaction and its twin, and medians.
 #
-#   source bench/pgbench_common.sh "$@"   # sets secs, rounds, clients, work, pgbench
+#   source bench/pgbench/pgbench_common.sh "$@"   # sets secs, rounds, clients, work, pgbench
 #   pgbench_cluster_init NAME             # fsync and synchronous_commit on
 #   pgbench_fenced_pair EPOCH             # $work/fenced.sql, $work/unfenced.sql
-source "$(dirname "${BASH_SOURCE[0]}")/../tests/harness/pg_cluster.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../tests/harness/pg_cluster.sh"
 secs=${1:-5}
 rounds=${2:-3}
 shift $(($# < 2 ? $# : 2))

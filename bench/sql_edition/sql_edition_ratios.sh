@@ -15,11 +15,11 @@
 # Each figure is the median of per-round ratios; the two sides alternate
 # order from round to round. A follower LISTENs on pg_lease in each database.
 #
-#   bench/sql_edition_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   bench/sql_edition/sql_edition_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-source "$here/pgbench_common.sh" "$@"
+root=$(cd "$here/../.." && pwd)
+source "$here/../pgbench/pgbench_common.sh" "$@"
 pgbench_cluster_init editions
 echo "shared_preload_libraries = 'pg_lease'" | pg_as_owner tee -a "$(pg_cluster_dir editions)/data/postgresql.conf" >/dev/null
 pg_cluster_start editions

@@ -23,9 +23,9 @@
 # With PGLEASE_BENCH=path/to/pglease_bench, each mode also times graceful
 # handovers to a waiting C++ elector (woken by NOTIFY).
 #
-#   bench/notify_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
-#   PG_BIN=/path/to/bin bench/notify_cost.sh   # another PostgreSQL install
-#   LEASES_PER_CLIENT=1 bench/notify_cost.sh   # the former baseline: one row per client
+#   bench/pgbench/notify_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   PG_BIN=/path/to/bin bench/pgbench/notify_cost.sh   # another PostgreSQL install
+#   LEASES_PER_CLIENT=1 bench/pgbench/notify_cost.sh   # the former baseline: one row per client
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "$@"

@@ -8,7 +8,7 @@
 # next MultiXact id around it (CHECKPOINT first).  Since 1.3 the fence lock
 # lives in the lock manager: the goal is no MultiXact and no WAL of its own.
 #
-#   bench/fence_cost.sh [SECONDS] [CLIENTS...]      (default 10 s, 16 64)
+#   bench/pgbench/fence_cost.sh [SECONDS] [CLIENTS...]      (default 10 s, 16 64)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 secs=${1:-10}

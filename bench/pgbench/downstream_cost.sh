@@ -9,7 +9,7 @@
 # per-round ratios.  Every run is checked to have written one row per
 # transaction; WAL bytes and MultiXacts per transaction are counted beside.
 #
-#   bench/downstream_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]   (5 s, 5, 16)
+#   bench/pgbench/downstream_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]   (5 s, 5, 16)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "${1:-5}" "${2:-5}" "${@:3}"
