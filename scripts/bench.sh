@@ -6,10 +6,10 @@
 # one table and writes a JSON file (etcd is compared in bench/peers,
 # through its own Go client; pglease_bench --etcd URL, its JSON gateway, is
 # the old method and no longer run here).  Then
-# bench/notify_cost.sh on a server of its own: the acquire+release cycle and
+# bench/pgbench/notify_cost.sh on a server of its own: the acquire+release cycle and
 # handovers with NOTIFY at commit, then from the notifier worker (preloaded);
-# bench/pgbench_ratios.sh: renew and the fenced INSERT measured by pgbench;
-# and bench/installed_ratios.sh: renew, the acquire+release cycle and
+# bench/pgbench/pgbench_ratios.sh: renew and the fenced INSERT measured by pgbench;
+# and bench/installed/installed_ratios.sh: renew, the acquire+release cycle and
 # run_fenced measured by a program built against the installed client
 # (find_package, from the bench build dir installed into a private prefix).
 # Last, bench/peers/run.sh: pg_lease side by side with etcd (its Go client),
@@ -30,14 +30,14 @@ sudo=()
 
 build=${PGLEASE_BENCH_BUILD_DIR:-${TMPDIR:-/tmp}/pglease-bench-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-# pglease_client and pglease_testing: what bench/installed_ratios.sh
+# pglease_client and pglease_testing: what bench/installed/installed_ratios.sh
 # installs (cmake --install --component development) from this build dir
 cmake --build "$build" -j "$(nproc)" --target pglease_bench pglease_peer extension pglease_client pglease_testing
 "${sudo[@]}" make -s -f Makefile.pgxs install >/dev/null
 
 export PG_TEST_FSYNC=on # the harness's default is fsync=off: not for benchmarks
 source tests/harness/pg_cluster.sh
-source bench/servers.sh
+source bench/harness/servers.sh
 work=$(mktemp -d /tmp/pglease_bench.XXXXXX)
 chmod 0755 "$work"
 trap 'bench_servers_stop; pg_cluster_stop_all; rm -rf "$work"' EXIT
@@ -52,23 +52,23 @@ echo "bench: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench: load after: $(cut -d' ' -f1-3 /proc/loadavg); JSON in $json"
 # NOTIFY's cost: acquire+release cycles against two plain UPDATEs, and
 # handovers, on a server of its own without and with shared_preload_libraries
-echo "bench: NOTIFY at commit vs the notifier worker (bench/notify_cost.sh)"
-PGLEASE_BENCH="$build/bench/pglease_bench" bench/notify_cost.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"
+echo "bench: NOTIFY at commit vs the notifier worker (bench/pgbench/notify_cost.sh)"
+PGLEASE_BENCH="$build/bench/pglease_bench" bench/pgbench/notify_cost.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"
 # The same goals measured by pgbench alone: renew vs a bare UPDATE CAS and
 # a fenced INSERT transaction vs the unfenced one, preloaded, a follower LISTENing
-echo "bench: pgbench alone (bench/pgbench_ratios.sh)"
-bench/pgbench_ratios.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"
+echo "bench: pgbench alone (bench/pgbench/pgbench_ratios.sh)"
+bench/pgbench/pgbench_ratios.sh "${BENCH_NOTIFY_SECONDS:-3}" "${BENCH_NOTIFY_ROUNDS:-5}"
 # The three goals from a program built against the installed C++ package:
 # renew, the acquire+release cycle and run_fenced, each against its baseline,
 # preloaded, a follower LISTENing
-echo "bench: WAL and MultiXacts per fenced transaction (bench/fence_cost.sh)"
-bench/fence_cost.sh "${BENCH_FENCE_SECONDS:-10}"
+echo "bench: WAL and MultiXacts per fenced transaction (bench/pgbench/fence_cost.sh)"
+bench/pgbench/fence_cost.sh "${BENCH_FENCE_SECONDS:-10}"
 
-echo "bench: the fence's CPU cost in instructions (bench/fence_callgrind.sh)"
-bench/fence_callgrind.sh
+echo "bench: the fence's CPU cost in instructions (bench/pgbench/fence_callgrind.sh)"
+bench/pgbench/fence_callgrind.sh
 
-echo "bench: the installed C++ package (bench/installed_ratios.sh)"
-bench/installed_ratios.sh "$build" -- --rounds "${BENCH_NOTIFY_ROUNDS:-5}" --seconds "${BENCH_INSTALLED_SECONDS:-1}"
+echo "bench: the installed C++ package (bench/installed/installed_ratios.sh)"
+bench/installed/installed_ratios.sh "$build" -- --rounds "${BENCH_NOTIFY_ROUNDS:-5}" --seconds "${BENCH_INSTALLED_SECONDS:-1}"
 # pg_lease against etcd, ZooKeeper and Redis, each through its own client,
 # on servers of its own (bench/peers/README.md)
 echo "bench: peers (bench/peers/run.sh)"

@@ -206,7 +206,8 @@ if [ "$edition" = pg_lease_sql ]; then
 	psql -X -q -v ON_ERROR_STOP=1 -c "CREATE ROLE demo_owner LOGIN CREATEDB" \
 		-c "GRANT pg_signal_backend TO demo_owner" -c "CREATE DATABASE app OWNER demo_owner"
 	export PGUSER=demo_owner PGDATABASE=app
-	python3 scripts/sql_edition.py --form psql >"$DIR/pg_lease_sql.sql"
+	source scripts/lib/sql_edition.sh
+	sql_edition_psql_script "$DIR/pg_lease_sql.sql"
 fi
 
 say "A throwaway PostgreSQL 15 on 127.0.0.1:$PGPORT; $edition installed; a fenced table"

@@ -6,7 +6,7 @@
 ///   UPDATE (prepared, autocommit) of the same row copied into a plain table of the leases' shape;
 /// - cycle: pglease::lease::acquire() + release() of a free lease, each client cycling over 100
 ///   leases of its own, against the same two UPDATEs on 100 rows of its own
-///   on a plain table of the leases' shape (those of bench/notify_cost.sh), each its own
+///   on a plain table of the leases' shape (those of bench/pgbench/notify_cost.sh), each its own
 ///   transaction;
 /// - run_fenced: one INSERT per transaction, a plain pqxx::work (BEGIN, INSERT, COMMIT) into an
 ///   unfenced table against pglease::run_fenced into a fenced table of the same shape, in its
@@ -119,7 +119,7 @@ struct client {
                                        "clock_timestamp() + ttl WHERE name = $1 AND holder = $2 "
                                        "AND epoch = $3 AND expires_at > clock_timestamp() "
                                        "RETURNING expires_at");
-        // bench/notify_cost.sh's two UPDATEs (its plain.sql)
+        // bench/pgbench/notify_cost.sh's two UPDATEs (its plain.sql)
         conn.prepare("plain_acquire",
                      "UPDATE " + names.plain_leases + " SET holder = $2, epoch = nextval('" +
                          names.plain_seq +
@@ -156,6 +156,17 @@ using side_by_side::median;
 using side_by_side::print_summary;
 using side_by_side::print_table;
 
+/// A table of the leases' shape, derived from the extension's, never a copy:
+/// LIKE takes its columns, defaults, constraints and indexes; its storage
+/// parameters (fillfactor), which LIKE does not take, come from pg_class.
+void create_like_leases(pqxx::work& tx, const std::string& table) {
+    tx.exec("CREATE TABLE " + table + " (LIKE leases INCLUDING ALL)");
+    const pqxx::result r = tx.exec("SELECT array_to_string(reloptions, ', ') FROM pg_class "
+                                   "WHERE oid = 'leases'::regclass AND reloptions IS NOT NULL");
+    if (!r.empty())
+        tx.exec("ALTER TABLE " + table + " SET (" + r[0][0].c_str() + ")");
+}
+
 /// This run's tables: created by the constructor (one free row per client in the cycle's
 /// plain table, the fenced table fenced by the fence lease), dropped by the destructor.
 class scratch_tables {
@@ -165,18 +176,11 @@ public:
         , m_names{names} {
         pqxx::work tx{admin};
         tx.exec("SET LOCAL client_min_messages = warning");
-        // renew's baseline: a table of the leases' shape (CHECKs, fillfactor 50), filled by
-        // copy_renew_leases() with the clients' held leases.
-        tx.exec("CREATE TABLE " + names.bare +
-                " (LIKE leases INCLUDING ALL) WITH (fillfactor = 50)");
-        // The cycle's baseline: bench/notify_cost.sh's plain table.
-        tx.exec("CREATE TABLE " + names.plain_leases +
-                " (name text PRIMARY KEY CHECK (octet_length(name) BETWEEN 1 AND 255), "
-                "holder text CHECK (octet_length(holder) BETWEEN 1 AND 255), "
-                "epoch bigint NOT NULL CHECK (epoch > 0), acquired_at timestamptz NOT NULL, "
-                "renewed_at timestamptz NOT NULL, expires_at timestamptz NOT NULL, "
-                "ttl interval NOT NULL, transitions bigint NOT NULL DEFAULT 0, "
-                "owner_role name NOT NULL) WITH (fillfactor = 50)");
+        // renew's baseline: a table of the leases' shape, filled by
+        // copy_renew_leases() with the clients' held leases; the cycle's:
+        // bench/pgbench/notify_cost.sh's plain table.
+        create_like_leases(tx, names.bare);
+        create_like_leases(tx, names.plain_leases);
         tx.exec("CREATE SEQUENCE " + names.plain_seq + " AS bigint MINVALUE 1");
         for (int i = 0; i < clients; ++i)
             pglease::pqxx_compat::exec_params(tx, "INSERT INTO " + names.plain_leases +

@@ -59,7 +59,7 @@ echo "peers: Go and Java peers built in $((SECONDS - start)) s"
 export PG_TEST_FSYNC=on
 unset PGHOST PGPORT PGDATABASE PGUSER
 source "$here/../../tests/harness/pg_cluster.sh"
-source "$here/../servers.sh"
+source "$here/../harness/servers.sh"
 source "$here/../../tests/harness/netns.sh"
 work=$(mktemp -d /tmp/pglease_peers.XXXXXX)
 chmod 0755 "$work"

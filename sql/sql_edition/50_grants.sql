@@ -4,6 +4,10 @@
 -- extend) or FOR UPDATE (a change of holder, which first takes the ending
 -- grant's fence lock: lease_sql_lock_for_change), with the clock read
 -- after the lock is granted. Each runs as the owner (SECURITY DEFINER).
+--
+-- Twins (the same rules, kept equal by tests/contract/cases.json):
+-- extension/acquire.c and extension/lease.c; the test double's lease_store
+-- (client/src/testing/lease_store.cpp).
 
 -- Renew, release and handover belong to the role that was granted the lease.
 CREATE FUNCTION @extschema@.lease_sql_check_role(name text, owner_role name)

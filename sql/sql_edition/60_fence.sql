@@ -5,6 +5,10 @@
 -- unexpired epoch. The tokens a transaction declared live in a
 -- transaction-local setting, which a savepoint rolled back undoes, together
 -- with the advisory locks it took.
+--
+-- Twins (the decisions and SQLSTATEs, kept equal by
+-- tests/contract/cases.json): extension/fence.c; the test double's
+-- lease_store::fence_check (client/src/testing/lease_store.cpp).
 
 -- Whether transaction id x (a row's xmax) committed: the 32-bit id is
 -- widened against the current snapshot's xmax, as it is recent: within

@@ -13,7 +13,8 @@ pg_cluster_start cli_sql_edition
 psql -X -q -c "CREATE ROLE app_owner LOGIN CREATEROLE CREATEDB" \
 	-c "GRANT pg_signal_backend TO app_owner" -c "CREATE DATABASE app OWNER app_owner" || exit 1
 export PGDATABASE=app PGUSER=app_owner PGLEASE_SQL_EDITION=$PG_CLUSTER_ROOT/pg_lease_sql.sql
-python3 "$here/../../scripts/sql_edition.py" --form psql >"$PGLEASE_SQL_EDITION" || exit 1
+source "$here/../../scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$PGLEASE_SQL_EDITION" || exit 1
 psql -X -q -v ON_ERROR_STOP=1 -f "$PGLEASE_SQL_EDITION" || exit 1
 
 failed=()

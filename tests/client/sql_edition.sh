@@ -13,7 +13,8 @@ pg_cluster_start sql_edition_client
 psql -X -q -c "CREATE ROLE app_owner LOGIN CREATEROLE" -c "GRANT pg_signal_backend TO app_owner" \
 	-c "CREATE DATABASE app OWNER app_owner"
 export PGDATABASE=app PGUSER=app_owner PGLEASE_TEST_EDITION=pg_lease_sql
-python3 "$here/../../scripts/sql_edition.py" --form psql >"$PG_CLUSTER_ROOT/pg_lease_sql.sql"
+source "$here/../../scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$PG_CLUSTER_ROOT/pg_lease_sql.sql"
 psql -X -q -v ON_ERROR_STOP=1 -f "$PG_CLUSTER_ROOT/pg_lease_sql.sql"
 test "$(psql -X -A -t -c "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")" = f
 "$1"

@@ -50,18 +50,21 @@ int replay(const fault::settings& s) {
     return status;
 }
 
-/// The SQL edition's psql script, from scripts/sql_edition.py of this
-/// source tree, in @p root; every cluster of the run gets it.
+/// The SQL edition's psql script of this source tree, made by its make
+/// target (Makefile.sql_edition), copied into @p root; every cluster of the
+/// run gets it.
 bool write_sql_edition(const std::string& root) {
     using namespace fault;
     const std::string script = root + "/pg_lease_sql.sql";
     const std::string log = root + "/sql_edition.log";
     const int rc =
-        run_command({"sh", "-c", "python3 \"$0\" --form psql > \"$1\"",
-                     std::string{PGLEASE_FAULT_SOURCE_DIR} + "/scripts/sql_edition.py", script},
+        run_command({"sh", "-c",
+                     "make -s --no-print-directory -C \"$0\" -f Makefile.sql_edition "
+                     "sql/pg_lease_sql.sql && cp \"$0/sql/pg_lease_sql.sql\" \"$1\"",
+                     std::string{PGLEASE_FAULT_SOURCE_DIR}, script},
                     false, {}, log, 60);
     if (rc != 0) {
-        std::cerr << "pglease_fault: scripts/sql_edition.py failed, see " << log << std::endl;
+        std::cerr << "pglease_fault: make -f Makefile.sql_edition failed, see " << log << std::endl;
         return false;
     }
     give_to_postgres(script);

@@ -22,7 +22,7 @@ fi
 # Unoptimized and without debug information by default (a third less
 # time): these builds check that the code compiles warning-free and that
 # its suites pass on that libpqxx; the optimized build is the main one.
-# Benchmarks (bench/installed_ratios.sh) need PGLEASE_PLATFORM_BUILD_TYPE=RelWithDebInfo.
+# Benchmarks (bench/installed/installed_ratios.sh) need PGLEASE_PLATFORM_BUILD_TYPE=RelWithDebInfo.
 build_type=${PGLEASE_PLATFORM_BUILD_TYPE:-None}
 start=$SECONDS
 rm -rf "$build"

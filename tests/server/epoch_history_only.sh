@@ -28,7 +28,8 @@ work=$PG_CLUSTER_ROOT
 q "CREATE DATABASE c_edition" >/dev/null
 q "CREATE DATABASE sql_edition" >/dev/null
 PGDATABASE=c_edition q "CREATE EXTENSION pg_lease" >/dev/null
-python3 "$here/../../scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
+source "$here/../../scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$work/pg_lease_sql.sql"
 PGDATABASE=sql_edition psql -X -q -v ON_ERROR_STOP=1 -f "$work/pg_lease_sql.sql" >/dev/null
 
 for edition in c_edition sql_edition; do

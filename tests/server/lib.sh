@@ -47,7 +47,7 @@ finish()
 # sql_edition_cluster NAME: a cluster NAME with no pg_lease library, roles
 # app_owner (the database owner, no superuser) and app_user, database app,
 # and the SQL edition's psql script in $PG_CLUSTER_ROOT/pg_lease_sql.sql
-# (from scripts/sql_edition.py), not yet installed. Needs
+# (from its make target), not yet installed. Needs
 # tests/harness/pg_cluster.sh sourced.
 sql_edition_cluster()
 {
@@ -55,7 +55,8 @@ sql_edition_cluster()
 	q "CREATE ROLE app_owner LOGIN" >/dev/null
 	q "CREATE ROLE app_user LOGIN" >/dev/null
 	q "CREATE DATABASE app OWNER app_owner" >/dev/null
-	python3 "$(dirname "${BASH_SOURCE[0]}")/../../scripts/sql_edition.py" --form psql >"$PG_CLUSTER_ROOT/pg_lease_sql.sql"
+	source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/sql_edition.sh"
+	sql_edition_psql_script "$PG_CLUSTER_ROOT/pg_lease_sql.sql"
 }
 
 # sql_edition_install: app_owner installs that script into app with psql -f

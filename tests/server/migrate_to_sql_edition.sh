@@ -120,7 +120,8 @@ pg_cluster_start target
 check "the target is PostgreSQL $major with no pg_lease files" \
 	test "$(q "SHOW server_version_num" | cut -c1-2)/$(q "SELECT count(*) FROM pg_available_extensions WHERE name LIKE 'pg_lease%'")" = "$major/0"
 q "CREATE ROLE app_owner LOGIN" >/dev/null
-python3 "$root/scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
+source "$root/scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$work/pg_lease_sql.sql"
 # database DB: a new database of app_owner with the SQL edition installed
 # by that owner with psql -f; the PG* variables name it and app_owner.
 database()

@@ -21,7 +21,8 @@ pgxs=$(dirname "$(dirname "$(dirname "$pgxs")")") # .../lib/pgxs
 psql -X -q -c "CREATE ROLE app_owner LOGIN CREATEROLE" -c "GRANT pg_signal_backend TO app_owner" \
 	-c "CREATE DATABASE contrib_regression OWNER app_owner"
 pg_public_schema_as_15 contrib_regression app_owner
-python3 "$root/scripts/sql_edition.py" --form psql >"$PG_CLUSTER_ROOT/pg_lease_sql.sql"
+source "$root/scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$PG_CLUSTER_ROOT/pg_lease_sql.sql"
 PGUSER=app_owner PGDATABASE=contrib_regression \
 	psql -X -q -v ON_ERROR_STOP=1 -f "$PG_CLUSTER_ROOT/pg_lease_sql.sql"
 

@@ -73,7 +73,7 @@ void run_lease_ops(const settings& s, report& out) {
     admin.exec("SET client_min_messages = warning");
     admin.exec("DROP SCHEMA IF EXISTS " + bs + " CASCADE");
     admin.exec("CREATE SCHEMA " + bs);
-    create_bare_leases(admin, bs);
+    create_bare_leases(admin, bs, ext);
 
     // A pool of free rows per client, in both tables: enough that no client
     // runs out within a phase (the pool bounds the acquire loop's count).

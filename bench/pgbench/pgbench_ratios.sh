@@ -19,9 +19,9 @@
 # token's declaration alone: the unfenced transaction with the SET LOCAL
 # that run_fenced sends (SPEC 1.1) against the same without it.
 #
-#   bench/pgbench_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
-#   PGBENCH_RATIOS_ONLY="fenced_set declare" bench/pgbench_ratios.sh ...  # these figures only
-#   PG_BIN=/path/to/bin bench/pgbench_ratios.sh   # another PostgreSQL install
+#   bench/pgbench/pgbench_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   PGBENCH_RATIOS_ONLY="fenced_set declare" bench/pgbench/pgbench_ratios.sh ...  # these figures only
+#   PG_BIN=/path/to/bin bench/pgbench/pgbench_ratios.sh   # another PostgreSQL install
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "$@"

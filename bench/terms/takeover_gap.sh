@@ -4,14 +4,14 @@
 # moment (its SIGTERM trap) to the new job's first; both stamped with bash's
 # $EPOCHREALTIME (no fork). Prints each gap, then p50, p99 and max.
 #
-#   PGLEASE=build/client/cli/pglease bench/takeover_gap.sh [N]
+#   PGLEASE=build/client/cli/pglease bench/terms/takeover_gap.sh [N]
 # Uses the server of the PG* variables when PGPORT is set, else starts one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 : "${PGLEASE:?PGLEASE must name the pglease binary}"
 n=${1:-20}
 if [ -z "${PGPORT:-}" ]; then
-	source "$here/../tests/harness/pg_cluster.sh"
+	source "$here/../../tests/harness/pg_cluster.sh"
 	pg_cluster_start gap >/dev/null
 	psql -X -q -c "CREATE EXTENSION pg_lease"
 fi

@@ -13,9 +13,10 @@ namespace bench {
 /// sql with every "%S" replaced by schema.
 std::string subst(std::string sql, const std::string& schema);
 
-/// Creates schema.leases (same columns, constraints and fillfactor as the
-/// extension's table) and schema.epoch_seq.
-void create_bare_leases(pg_session& db, const std::string& schema);
+/// Creates schema.leases, derived from the extension's table (ext: its
+/// schema with a dot): the same columns, constraints, indexes and
+/// fillfactor; and schema.epoch_seq.
+void create_bare_leases(pg_session& db, const std::string& schema, const std::string& ext);
 
 /// Prepares "acq" (name, holder, ttl), "ren" (name, holder, epoch) and
 /// "rel" (name, holder, epoch): the extension's functions (ext: its schema

@@ -2,7 +2,7 @@
 # bench.smoke: a few seconds of every figure against the PostgreSQL server of
 # the PG* environment (with the extension created), plus etcd and Redis when
 # they are installed.  Checks that the harness works, never timings.
-#   bench/smoke.sh PGLEASE_BENCH JSON_OUT
+#   bench/harness/smoke.sh PGLEASE_BENCH JSON_OUT
 set -euo pipefail
 bench=$1
 json=$2

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The SQL edition's server CPU in instructions (valgrind's callgrind: the
-# same count whatever else the machine does), as bench/fence_callgrind.sh
+# same count whatever else the machine does), as bench/pgbench/fence_callgrind.sh
 # counts the C edition's: a single-user backend (postgres --single, fsync
 # off) runs N transactions of one kind; each figure is (count at 600 -
 # count at 100) / 500, so start-up and the first transaction's catalog
 # lookups cancel out. The edition is installed with psql -f, as
 # scripts/sql_edition.py writes it (or the file in SQL_EDITION_FILE).
 #
-#   bench/sql_edition_callgrind.sh [KIND...]
+#   bench/sql_edition/sql_edition_callgrind.sh [KIND...]
 #
 # Kinds (the fenced ones: a one-row INSERT, the token declared as named):
 #   unfenced     SET LOCAL pg_lease.epoch, INSERT into an unfenced twin
@@ -25,10 +25,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kinds=${*:-unfenced empty least fenced fenced_use fenced_row fenced_col renew_bare renew}
-source "$here/../tests/harness/pg_cluster.sh"
+source "$here/../../tests/harness/pg_cluster.sh"
 pg_cluster_start cg >/dev/null
 edition=${SQL_EDITION_FILE:-$PG_CLUSTER_ROOT/pg_lease_sql.sql}
-[ -n "${SQL_EDITION_FILE:-}" ] || python3 "$here/../scripts/sql_edition.py" --form psql >"$edition"
+[ -n "${SQL_EDITION_FILE:-}" ] || { source "$here/../../scripts/lib/sql_edition.sh" && sql_edition_psql_script "$edition"; }
 psql -X -q -v ON_ERROR_STOP=1 -f "$edition" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -f "$here/sql_edition_floor.sql" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'

@@ -6,19 +6,20 @@ namespace bench {
 
 namespace {
 
-/// Same columns, constraints and fillfactor as the extension's table.
+/// Derived from the extension's table, never a copy of it: its columns,
+/// defaults, constraints and indexes (LIKE ... INCLUDING ALL), then its
+/// storage parameters (fillfactor), which LIKE does not take.
+/// %S: the bare schema; %E: the extension's schema with a dot.
 const char* bare_table_sql = R"(
-CREATE TABLE %S.leases (
-    name        text PRIMARY KEY CHECK (octet_length(name) BETWEEN 1 AND 255),
-    holder      text CHECK (octet_length(holder) BETWEEN 1 AND 255),
-    epoch       bigint NOT NULL CHECK (epoch > 0),
-    acquired_at timestamptz NOT NULL,
-    renewed_at  timestamptz NOT NULL,
-    expires_at  timestamptz NOT NULL,
-    ttl         interval NOT NULL,
-    transitions bigint NOT NULL DEFAULT 0,
-    owner_role  name NOT NULL
-) WITH (fillfactor = 50);
+CREATE TABLE %S.leases (LIKE %Eleases INCLUDING ALL);
+DO $$
+BEGIN
+    EXECUTE coalesce((SELECT format('ALTER TABLE %S.leases SET (%s)',
+                                    array_to_string(reloptions, ', '))
+                      FROM pg_catalog.pg_class WHERE oid = '%Eleases'::regclass),
+                     'SELECT');
+END
+$$;
 CREATE SEQUENCE %S.epoch_seq AS bigint MINVALUE 1;
 )";
 
@@ -30,8 +31,11 @@ std::string subst(std::string sql, const std::string& schema) {
     return sql;
 }
 
-void create_bare_leases(pg_session& db, const std::string& schema) {
-    db.exec(subst(bare_table_sql, schema));
+void create_bare_leases(pg_session& db, const std::string& schema, const std::string& ext) {
+    std::string sql = subst(bare_table_sql, schema);
+    for (std::size_t at = sql.find("%E"); at != std::string::npos; at = sql.find("%E", at + ext.size()))
+        sql.replace(at, 2, ext);
+    db.exec(sql);
 }
 
 void prepare_lease_statements(pg_session& db, bool bare, const std::string& ext,

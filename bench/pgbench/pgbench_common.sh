@@ -1,9 +1,11 @@
-# Shared by the pgbench scripts (bench/notify_cost.sh, bench/pgbench_ratios.sh):
-# their arguments, a throwaway server with default durability, and medians.
+# Shared by the pgbench scripts (bench/pgbench/notify_cost.sh, bench/pgbench/pgbench_ratios.sh,
+# the fence's cost scripts): their arguments, a throwaway server with
+# default durability, the fenced transaction and its twin, and medians.
 #
-#   source bench/pgbench_common.sh "$@"   # sets secs, rounds, clients, work, pgbench
+#   source bench/pgbench/pgbench_common.sh "$@"   # sets secs, rounds, clients, work, pgbench
 #   pgbench_cluster_init NAME             # fsync and synchronous_commit on
-source "$(dirname "${BASH_SOURCE[0]}")/../tests/harness/pg_cluster.sh"
+#   pgbench_fenced_pair EPOCH             # $work/fenced.sql, $work/unfenced.sql
+source "$(dirname "${BASH_SOURCE[0]}")/../../tests/harness/pg_cluster.sh"
 secs=${1:-5}
 rounds=${2:-3}
 shift $(($# < 2 ? $# : 2))
@@ -20,6 +22,24 @@ fsync = on
 synchronous_commit = on
 max_connections = 100
 CONF
+}
+
+# pgbench_fenced_pair EPOCH: one transaction written twice, for the tables
+# fenced and unfenced (its twin): BEGIN and SET LOCAL pg_lease.epoch in one
+# query, the INSERT, COMMIT (three round trips, as run_fenced sends them);
+# the unfenced row gets the token's value written, as the fence stamps it.
+pgbench_fenced_pair()
+{
+	cat >"$work/fenced.sql" <<SQL
+BEGIN \\; SET LOCAL pg_lease.epoch = $1;
+INSERT INTO fenced (payload) VALUES ('x');
+COMMIT;
+SQL
+	cat >"$work/unfenced.sql" <<SQL
+BEGIN \\; SET LOCAL pg_lease.epoch = $1;
+INSERT INTO unfenced (payload, epoch) VALUES ('x', $1);
+COMMIT;
+SQL
 }
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -15,11 +15,11 @@
 # Each figure is the median of per-round ratios; the two sides alternate
 # order from round to round. A follower LISTENs on pg_lease in each database.
 #
-#   bench/sql_edition_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   bench/sql_edition/sql_edition_ratios.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-source "$here/pgbench_common.sh" "$@"
+root=$(cd "$here/../.." && pwd)
+source "$here/../pgbench/pgbench_common.sh" "$@"
 pgbench_cluster_init editions
 echo "shared_preload_libraries = 'pg_lease'" | pg_as_owner tee -a "$(pg_cluster_dir editions)/data/postgresql.conf" >/dev/null
 pg_cluster_start editions
@@ -28,7 +28,8 @@ max_clients=$(printf '%s\n' "${clients[@]}" | sort -n | tail -1)
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE ROLE bench_owner LOGIN" -c "GRANT pg_signal_backend TO bench_owner" \
 	-c "CREATE DATABASE c" -c "CREATE DATABASE s OWNER bench_owner"
 psql -X -q -v ON_ERROR_STOP=1 -d c -c "CREATE EXTENSION pg_lease"
-python3 "$root/scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
+source "$root/scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$work/pg_lease_sql.sql"
 PGUSER=bench_owner psql -X -q -v ON_ERROR_STOP=1 -d s -f "$work/pg_lease_sql.sql"
 
 # as DB SQL...: psql in database DB as the role that runs its figures

@@ -10,10 +10,10 @@
 # without preloading and with pg_lease in shared_preload_libraries, where
 # a session keeps its lease row across transactions (fence_cache.c).
 #
-#   bench/fence_callgrind.sh
+#   bench/pgbench/fence_callgrind.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../tests/harness/pg_cluster.sh"
+source "$here/../../tests/harness/pg_cluster.sh"
 pg_cluster_start cg >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -f "$here/fence_tables.sql" >/dev/null
 epoch=$(psql -X -A -t -c "SELECT epoch FROM leases WHERE name = 'f'")

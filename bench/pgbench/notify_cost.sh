@@ -23,9 +23,9 @@
 # With PGLEASE_BENCH=path/to/pglease_bench, each mode also times graceful
 # handovers to a waiting C++ elector (woken by NOTIFY).
 #
-#   bench/notify_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
-#   PG_BIN=/path/to/bin bench/notify_cost.sh   # another PostgreSQL install
-#   LEASES_PER_CLIENT=1 bench/notify_cost.sh   # the former baseline: one row per client
+#   bench/pgbench/notify_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   PG_BIN=/path/to/bin bench/pgbench/notify_cost.sh   # another PostgreSQL install
+#   LEASES_PER_CLIENT=1 bench/pgbench/notify_cost.sh   # the former baseline: one row per client
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "$@"
@@ -44,17 +44,11 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_lease;
 DROP TABLE IF EXISTS bare_leases, bare_events;
 DROP SEQUENCE IF EXISTS bare_seq;
-CREATE TABLE bare_leases (
-	name        text PRIMARY KEY CHECK (octet_length(name) BETWEEN 1 AND 255),
-	holder      text CHECK (octet_length(holder) BETWEEN 1 AND 255),
-	epoch       bigint NOT NULL CHECK (epoch > 0),
-	acquired_at timestamptz NOT NULL,
-	renewed_at  timestamptz NOT NULL,
-	expires_at  timestamptz NOT NULL,
-	ttl         interval NOT NULL,
-	transitions bigint NOT NULL DEFAULT 0,
-	owner_role  name NOT NULL
-) WITH (fillfactor = 50);
+-- derived from the extension's table, never a copy: LIKE takes its columns,
+-- defaults, constraints and indexes, the ALTER its fillfactor
+CREATE TABLE bare_leases (LIKE leases INCLUDING ALL);
+SELECT format('ALTER TABLE bare_leases SET (%s)', array_to_string(reloptions, ', '))
+FROM pg_class WHERE oid = 'leases'::regclass AND reloptions IS NOT NULL \gexec
 CREATE SEQUENCE bare_seq AS bigint MINVALUE 1;
 CREATE TABLE bare_events (LIKE lease_events INCLUDING ALL);
 INSERT INTO bare_leases

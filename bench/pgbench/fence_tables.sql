@@ -1,4 +1,4 @@
--- Shared by bench/fence_cost.sh and bench/fence_callgrind.sh: the extension,
+-- Shared by bench/pgbench/fence_cost.sh and bench/pgbench/fence_callgrind.sh: the extension,
 -- lease 'f' held for a day, a table it fences and an unfenced twin.
 SET client_min_messages = warning;
 CREATE EXTENSION pg_lease;

@@ -80,7 +80,7 @@ public:
         , m_bare(s.pg_conninfo)
         , m_fenced(s.pg_conninfo + " options='-c pg_lease.epoch=" + fence_epoch + "'")
         , m_plain(s.pg_conninfo) {
-        create_bare_leases(admin, n.schema);
+        create_bare_leases(admin, n.schema, n.ext);
         prepare_lease_statements(m_ext, false, n.ext, n.schema);
         prepare_lease_statements(m_bare, true, n.ext, n.schema);
         m_renew_epoch = acquire_call(m_ext, n.renew_lease, "1 hour");

@@ -12,16 +12,16 @@
 # system.  Exits non-zero when a check fails (a renewal, acquire or release
 # that did not succeed, a notification missing).
 #
-#   bench/installed_ratios.sh [BUILD_DIR] [-- installed_ratios options]
+#   bench/installed/installed_ratios.sh [BUILD_DIR] [-- installed_ratios options]
 #       BUILD_DIR: a configured tree of this repository (default: build);
 #       the script builds the library targets the install needs
-#   bench/installed_ratios.sh build -- --clients 1,4,16 --rounds 5 --seconds 1
-#   PGLEASE_LIBPQXX=7.10.7 bench/installed_ratios.sh build/platforms/7.10.7 -- ...
+#   bench/installed/installed_ratios.sh build -- --clients 1,4,16 --rounds 5 --seconds 1
+#   PGLEASE_LIBPQXX=7.10.7 bench/installed/installed_ratios.sh build/platforms/7.10.7 -- ...
 #       the same against another libpqxx: a platform build, optimized
 #       (PGLEASE_PLATFORM_BUILD_TYPE=RelWithDebInfo tests/platforms/build.sh),
 #       its toolchain and libpqxx prefix
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = -- ] && shift
@@ -55,7 +55,7 @@ grep -q "$(pwd)/client" "$work/consumer/CMakeCache.txt" &&
 export PG_CLUSTER_ROOT=$work/pg
 mkdir -p "$PG_CLUSTER_ROOT"
 source tests/harness/pg_cluster.sh
-source bench/follower.sh
+source bench/pgbench/follower.sh
 follower=
 stop_all()
 {

@@ -4,7 +4,7 @@
 # tables of one server, pgbench in turn (the order rotated each round),
 # each against the plain `BEGIN; INSERT; COMMIT` into an unfenced table:
 #   set          SET LOCAL pg_lease.epoch, then the INSERT (no trigger)
-#   empty        a trigger that only returns (bench/sql_edition_floor.sql)
+#   empty        a trigger that only returns (bench/sql_edition/sql_edition_floor.sql)
 #   least        the least correct fence: lock, then the row, checked
 #   edition      the SQL edition's fence, the token in pg_lease.epoch
 #   edition_row  the SQL edition's fence, the token in the row
@@ -12,15 +12,16 @@
 # median to the plain one's. Every row of the edition's table must carry
 # the lease's epoch.
 #
-#   bench/sql_edition_floor_ratios.sh [SECONDS] [ROUNDS] [CLIENTS]
+#   bench/sql_edition/sql_edition_floor_ratios.sh [SECONDS] [ROUNDS] [CLIENTS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/pgbench_common.sh" "${1:-4}" "${2:-5}" "${3:-16}"
+source "$here/../pgbench/pgbench_common.sh" "${1:-4}" "${2:-5}" "${3:-16}"
 c=${clients[0]}
 trap pg_cluster_stop_all EXIT
 pgbench_cluster_init floor
 pg_cluster_start floor >/dev/null
-python3 "$here/../scripts/sql_edition.py" --form psql >"$work/pg_lease_sql.sql"
+source "$here/../../scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$work/pg_lease_sql.sql"
 psql -X -q -v ON_ERROR_STOP=1 -f "$work/pg_lease_sql.sql" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -f "$here/sql_edition_floor.sql" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'

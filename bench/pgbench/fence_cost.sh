@@ -8,7 +8,7 @@
 # next MultiXact id around it (CHECKPOINT first).  Since 1.3 the fence lock
 # lives in the lock manager: the goal is no MultiXact and no WAL of its own.
 #
-#   bench/fence_cost.sh [SECONDS] [CLIENTS...]      (default 10 s, 16 64)
+#   bench/pgbench/fence_cost.sh [SECONDS] [CLIENTS...]      (default 10 s, 16 64)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 secs=${1:-10}
@@ -23,16 +23,7 @@ psql -X -q -v ON_ERROR_STOP=1 -f "$here/fence_tables.sql" >/dev/null
 epoch=$(psql -X -A -t -c "SELECT epoch FROM leases WHERE name = 'f'")
 # The same row on both sides: the fence stamps the token into the fenced
 # row's epoch column, the unfenced row gets the same value written.
-cat >"$work/fenced.sql" <<SQL
-BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
-INSERT INTO fenced (payload) VALUES ('x');
-COMMIT;
-SQL
-cat >"$work/unfenced.sql" <<SQL
-BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
-INSERT INTO unfenced (payload, epoch) VALUES ('x', $epoch);
-COMMIT;
-SQL
+pgbench_fenced_pair "$epoch"
 
 echo "| clients | transaction | transactions | WAL bytes / tx | MultiXacts / tx |"
 echo "|---:|---|---:|---:|---:|"

@@ -3,10 +3,10 @@
 # with pgbench (fsync on), on one server started without and then with
 # shared_preload_libraries = 'pg_lease', as the median of per-round ratios.
 #
-#   bench/counters_cost.sh [SECONDS_PER_RUN] [ROUNDS]
+#   bench/pgbench/counters_cost.sh [SECONDS_PER_RUN] [ROUNDS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../tests/harness/pg_cluster.sh"
+source "$here/../../tests/harness/pg_cluster.sh"
 secs=${1:-5}
 rounds=${2:-3}
 clients=4

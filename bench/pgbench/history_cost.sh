@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the history row's cost lies: the cycle's floor (each UPDATE of a
-# lease row and its history row in one statement, bench/notify_cost.sh) on
+# lease row and its history row in one statement, bench/pgbench/notify_cost.sh) on
 # copies of lease_events that differ only in their indexes, against the two
 # bare UPDATEs, and the lease_acquire + lease_release cycle itself, at 1, 4
 # and 16 clients, each client cycling over 100 leases of its own, on one
@@ -24,9 +24,9 @@
 # over N cycles of one client (pg_current_wal_insert_lsn before and after):
 # a count, not a timing, so it holds on a busy machine.
 #
-#   bench/history_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
-#   HISTORY_WAITS=10 bench/history_cost.sh 3 3 16
-#   HISTORY_WAL=2000 bench/history_cost.sh 1 1 1
+#   bench/pgbench/history_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]
+#   HISTORY_WAITS=10 bench/pgbench/history_cost.sh 3 3 16
+#   HISTORY_WAL=2000 bench/pgbench/history_cost.sh 1 1 1
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "$@"

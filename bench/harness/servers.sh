@@ -1,7 +1,7 @@
 # etcd and Redis on free loopback ports for the benchmarks, sourced by
 # scripts/bench.sh and bench/smoke.sh.
 #
-#   source bench/servers.sh
+#   source bench/harness/servers.sh
 #   bench_etcd_start DIR      # sets BENCH_ETCD_URL
 #   bench_redis_start DIR     # sets BENCH_REDIS (host:port)
 #   bench_zk_start DIR        # sets BENCH_ZK (host:port), BENCH_ZK_PID
@@ -21,7 +21,7 @@
 
 BENCH_PIDS=()
 
-source "$(dirname "${BASH_SOURCE[0]}")/../tests/harness/free_port.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../tests/harness/free_port.sh"
 
 bench_wait()
 {

@@ -5,7 +5,7 @@
 # children (/proc/PID/stat cutime + cstime), so other jobs on the machine
 # do not count; pgbench at 1 client, its own CPU beside it.
 #
-#   bench/sql_edition_cpu.sh [TXNS] [RUNS]    # default 20000 transactions, 2 runs
+#   bench/sql_edition/sql_edition_cpu.sh [TXNS] [RUNS]    # default 20000 transactions, 2 runs
 #   VARIANTS="renew_bare renew_edition" ...   # some variants only
 #   EXTRA_SQL=f.sql EXTRA_RENEW=fn VARIANTS="... renew_extra" ...
 #                                              # a renew function of your own, to try
@@ -24,7 +24,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 txns=${1:-20000}
 runs=${2:-2}
-source "$here/pgbench_common.sh" 1 1
+source "$here/../pgbench/pgbench_common.sh" 1 1
 trap pg_cluster_stop_all EXIT
 pgbench_cluster_init cpu
 pg_cluster_start cpu >/dev/null
@@ -32,7 +32,9 @@ pm=$(pg_as_owner head -1 "$(pg_cluster_dir cpu)/data/postmaster.pid")
 q "CREATE ROLE bench_owner LOGIN" >/dev/null
 q "CREATE DATABASE bench OWNER bench_owner" >/dev/null
 as() { PGUSER=bench_owner psql -X -q -A -t -v ON_ERROR_STOP=1 -d bench "$@"; }
-as -f "$here/../sql/pg_lease_sql.sql" >/dev/null
+source "$here/../../scripts/lib/sql_edition.sh"
+sql_edition_psql_script "$work/pg_lease_sql.sql"
+as -f "$work/pg_lease_sql.sql" >/dev/null
 as -f "$here/sql_edition_floor.sql" >/dev/null
 as >/dev/null <<'SQL'
 SET client_min_messages = warning;

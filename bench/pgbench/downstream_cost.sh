@@ -9,7 +9,7 @@
 # per-round ratios.  Every run is checked to have written one row per
 # transaction; WAL bytes and MultiXacts per transaction are counted beside.
 #
-#   bench/downstream_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]   (5 s, 5, 16)
+#   bench/pgbench/downstream_cost.sh [SECONDS_PER_RUN] [ROUNDS] [CLIENTS...]   (5 s, 5, 16)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/pgbench_common.sh" "${1:-5}" "${2:-5}" "${@:3}"
@@ -26,16 +26,7 @@ CREATE TABLE unfenced (LIKE fenced INCLUDING ALL);
 SELECT lease_fence('fenced', 'f', store => '7000000000000000000/store');
 SELECT lease_raise('7000000000000000000/store', 'f', $epoch);
 SQL
-cat >"$work/fenced.sql" <<SQL
-BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
-INSERT INTO fenced (payload) VALUES ('x');
-COMMIT;
-SQL
-cat >"$work/unfenced.sql" <<SQL
-BEGIN \\; SET LOCAL pg_lease.epoch = $epoch;
-INSERT INTO unfenced (payload, epoch) VALUES ('x', $epoch);
-COMMIT;
-SQL
+pgbench_fenced_pair "$epoch"
 
 # run TABLE CLIENTS: "tps wal_bytes_per_tx multixacts", every row carrying the token
 run()

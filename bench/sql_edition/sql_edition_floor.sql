@@ -1,5 +1,5 @@
 -- What any PL/pgSQL fence costs at least, beside the SQL edition's (shared
--- by bench/sql_edition_cpu.sh and bench/sql_edition_callgrind.sh): table
+-- by bench/sql_edition/sql_edition_cpu.sh and bench/sql_edition/sql_edition_callgrind.sh): table
 -- empty, whose trigger is SECURITY DEFINER with SET search_path and only
 -- returns (PL/pgSQL's floor), and table least, whose trigger does the least
 -- a correct fence does: the fence lock, then lease f's row in a new
