@@ -145,7 +145,21 @@ TEST_F(pg_bounds, a_renew_whose_cancel_cannot_land_drops_the_connection) {
     EXPECT_LT(took, 1200ms) << "the call was not severed after the cancel grace";
     EXPECT_TRUE(l.held());
     EXPECT_FALSE(db.connected());
-    EXPECT_TRUE(l.renew()); // reconnected: the same epoch renewed
+    // Reconnected: the same epoch renewed. On a loaded machine the new
+    // session's first call (the connect, the SQL edition's first PL/pgSQL
+    // call) may miss the 400 ms call_timeout: it is tried again, well
+    // within the 5 s ttl (fresh run of 7f29c15, sql_edition.client.13).
+    bool renewed = false;
+    for (int tries = 0; tries < 5 && !renewed; ++tries) {
+        try {
+            renewed = l.renew();
+            if (!renewed)
+                break; // refused: no retry makes it ours
+        } catch (const error& e) {
+            std::cout << "[ info ] renew after the reconnect: " << e.what() << "\n";
+        }
+    }
+    EXPECT_TRUE(renewed);
     EXPECT_NE(db.server_pid(), pid);
 }
 

@@ -6,7 +6,7 @@ import time
 from driver.common import now_us
 
 
-def commit_order_setup(self):
+def commit_order_setup(b):
     """Rows in commit order: a deferred trigger takes one advisory lock
     at commit and numbers the row; the lock is held until the commit is
     visible, so the numbers follow the commits (insert times do not)."""
