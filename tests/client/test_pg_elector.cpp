@@ -242,9 +242,9 @@ TEST_F(pg_elector, stop_releases_and_a_follower_leads_at_once) {
     observer oa;
     observer ob;
     auto cfg_a = short_config(name, oa, "handover-a");
-    cfg_a.ttl = 3000ms;
-    cfg_a.renew_deadline = 2000ms;
-    cfg_a.retry_period = 1000ms; // the follower's timer is >= 1 s
+    cfg_a.ttl = 6000ms;
+    cfg_a.renew_deadline = 4000ms;
+    cfg_a.retry_period = 3000ms; // the follower's timer is >= 3 s
     auto cfg_b = cfg_a;
     cfg_b.identity = default_identity();
     cfg_b.callbacks = ob.callbacks();
@@ -262,8 +262,8 @@ TEST_F(pg_elector, stop_releases_and_a_follower_leads_at_once) {
     ASSERT_TRUE(eventually([&] { return ob.started > 0; }, 5s));
     const auto took = std::chrono::duration_cast<ms>(ob.started_at - stopped);
     std::cout << "[ timing ] leader stop (release) -> follower leads: " << took.count()
-              << " ms (retry period 1000 ms)\n";
-    EXPECT_LT(took, 900ms) << "the follower waited for its timer, not the NOTIFY";
+              << " ms (retry period 3000 ms)\n";
+    EXPECT_LT(took, 2000ms) << "the follower waited for its timer, not the NOTIFY";
 }
 
 TEST_F(pg_elector, stop_releases_only_after_the_leader_work_returned) {
