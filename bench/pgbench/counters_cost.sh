@@ -6,17 +6,8 @@
 #   bench/pgbench/counters_cost.sh [SECONDS_PER_RUN] [ROUNDS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../tests/harness/pg_cluster.sh"
-secs=${1:-5}
-rounds=${2:-3}
-clients=4
-work=$PG_CLUSTER_ROOT
-
-pg_cluster_init cost
-pg_as_owner tee -a "$(pg_cluster_dir cost)/data/postgresql.conf" >/dev/null <<CONF
-fsync = on
-synchronous_commit = on
-CONF
+source "$here/pgbench_common.sh" "${1:-5}" "${2:-3}" 4 # secs, rounds, clients, work
+pgbench_cluster_init cost
 
 setup()
 {
@@ -40,12 +31,7 @@ tps()
 
 declare -A ratios
 for mode in plain preloaded; do
-	pg_cluster_stop cost
-	if [ $mode = preloaded ]; then
-		pg_cluster_start cost -c shared_preload_libraries=pg_lease
-	else
-		pg_cluster_start cost
-	fi
+	pgbench_cluster_restart cost $mode
 	setup
 	for r in $(seq 1 "$rounds"); do
 		f=$(tps fenced "-c pg_lease.epoch=$epoch")
@@ -56,7 +42,6 @@ for mode in plain preloaded; do
 	done
 done
 # the median of the rounds' ratios: a round disturbed by other load moves it least
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for mode in plain preloaded; do
 	echo "$mode: median fenced/unfenced ratio $(median <<<"${ratios[$mode]}") over $rounds rounds of ${secs}s, $clients clients"
 done

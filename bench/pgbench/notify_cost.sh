@@ -116,12 +116,7 @@ run()
 declare -A r_lease r_events r_notify r_one r_lf tps_lease tps_plain tps_one handover
 missing=0
 for mode in plain preloaded; do
-	pg_cluster_stop cost
-	if [ $mode = preloaded ]; then
-		pg_cluster_start cost -c shared_preload_libraries=pg_lease
-	else
-		pg_cluster_start cost
-	fi
+	pgbench_cluster_restart cost $mode
 	setup
 	follower_start $mode
 	cycles=0

@@ -4,6 +4,7 @@
 #
 #   source bench/pgbench/pgbench_common.sh "$@"   # sets secs, rounds, clients, work, pgbench
 #   pgbench_cluster_init NAME             # fsync and synchronous_commit on
+#   pgbench_cluster_restart NAME MODE     # MODE plain, or preloaded (pg_lease)
 #   pgbench_fenced_pair EPOCH             # $work/fenced.sql, $work/unfenced.sql
 source "$(dirname "${BASH_SOURCE[0]}")/../../tests/harness/pg_cluster.sh"
 secs=${1:-5}
@@ -22,6 +23,18 @@ fsync = on
 synchronous_commit = on
 max_connections = 100
 CONF
+}
+
+# pgbench_cluster_restart NAME plain|preloaded: NAME (re)started without, or
+# with, shared_preload_libraries = 'pg_lease'.
+pgbench_cluster_restart()
+{
+	pg_cluster_stop "$1"
+	if [ "$2" = preloaded ]; then
+		pg_cluster_start "$1" -c shared_preload_libraries=pg_lease
+	else
+		pg_cluster_start "$1"
+	fi
 }
 
 # pgbench_fenced_pair EPOCH: one transaction written twice, for the tables
