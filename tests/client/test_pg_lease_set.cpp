@@ -65,20 +65,34 @@ protected:
 };
 
 TEST_F(pg_lease_set, a_thousand_leases_are_renewed_by_one_statement_per_cycle) {
-    const std::string prefix = unique_name("ls_many");
-    const auto names = numbered(prefix, 1000);
     // What is counted here is statements, not speed: bounds a loaded
     // machine keeps (a 1,000-row statement past its bound would be
     // retried, and counted as a second round).
-    auto config = fast_config("holder-a", names, unique_name("ls_many_app"));
+    auto config = fast_config("holder-a", {}, unique_name("ls_many_app"));
     config.ttl = 9000ms;
     config.renew_deadline = 6000ms;
     config.retry_period = 2000ms;
     config.connection.call_timeout = 2000ms;
     config.connection.acquire_timeout = 10000ms;
-    lease_set set{config};
-    set.start();
-    ASSERT_TRUE(eventually([&] { return set.held_count() == 1000U; }, 30s));
+    // A batch answered too late to be renewed before its renew deadline is
+    // lawfully asked for again in smaller batches (lease_set_state::acquire).
+    // Seen once in CI, on a machine 20 times slower than quiet (1,000 grants
+    // take 0.3 s there): an observation whose grants took over half the
+    // renew deadline is made again, with new names, at most three times.
+    std::string prefix;
+    std::unique_ptr<lease_set> made;
+    for (int attempt = 1;; ++attempt) {
+        prefix = unique_name("ls_many");
+        config.names = numbered(prefix, 1000);
+        made = std::make_unique<lease_set>(config);
+        const auto started = std::chrono::steady_clock::now();
+        made->start();
+        ASSERT_TRUE(eventually([&] { return made->held_count() == 1000U; }, 30s));
+        if (std::chrono::steady_clock::now() - started < config.renew_deadline / 2 || attempt == 3)
+            break;
+        made->stop();
+    }
+    lease_set& set = *made;
     EXPECT_EQ(set.acquire_rounds(), 1U);
     EXPECT_EQ(valid_for(prefix, "holder-a"), 1000);
     const auto [acquirers, acquired_by] = writers(prefix);
@@ -90,7 +104,9 @@ TEST_F(pg_lease_set, a_thousand_leases_are_renewed_by_one_statement_per_cycle) {
     const auto watched = std::chrono::steady_clock::now();
     ASSERT_TRUE(eventually([&] { return set.renew_rounds() - rounds >= 2U; }, 30s));
     const auto cycles = set.renew_rounds() - rounds;
-    const auto allowed = static_cast<std::uint64_t>((std::chrono::steady_clock::now() - watched) / config.renew_interval()) + 1U;
+    const auto allowed = static_cast<std::uint64_t>((std::chrono::steady_clock::now() - watched) /
+                                                    config.renew_interval()) +
+                         1U;
     EXPECT_LE(cycles, allowed);
     const auto [renewers, renewed_by] = writers(prefix);
     EXPECT_EQ(renewers, 1) << "the last renewal was not one transaction";
