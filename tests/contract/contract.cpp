@@ -95,6 +95,25 @@ private:
             check_bool(op, "handed", r.has_value(), expect);
             if (r)
                 epochs(op, *r, expect);
+        } else if (op == "acquire_many") {
+            const auto r =
+                db.acquire_many(leases(s), holder(s, "holder"), ttl(s), delay(s), deadline);
+            each(op, r.size(), expect, [&](std::size_t i, const json& e) {
+                check_bool(op, "acquired", r[i].acquired, e);
+                if (e.contains("holder"))
+                    check_text(op, "holder", r[i].holder, holder(e, "holder"));
+                epochs(op, r[i].epoch, e);
+            });
+        } else if (op == "renew_many") {
+            const auto r =
+                db.renew_many(leases(s), holder(s, "holder"), epoch_list(s), ttl(s), deadline);
+            each(op, r.size(), expect, [&](std::size_t i, const json& e) {
+                check_bool(op, "renewed", r[i].has_value(), e);
+            });
+        } else if (op == "release_many") {
+            const auto r = db.release_many(leases(s), holder(s, "holder"), epoch_list(s), deadline);
+            each(op, r.size(), expect,
+                 [&](std::size_t i, const json& e) { check_bool(op, "released", r[i], e); });
         } else if (op == "status") {
             const auto r = db.status(lease(s));
             check_bool(op, "valid", r && r->valid, expect);
@@ -119,6 +138,32 @@ private:
     [[nodiscard]] std::string lease(const json& s) const {
         const std::string n = s.at("lease");
         return special(n).value_or(m_prefix + n);
+    }
+    /// The leases of a *_many step ("leases": ["L", "M"]), in order.
+    [[nodiscard]] std::vector<std::string> leases(const json& s) const {
+        std::vector<std::string> out;
+        for (const auto& n : s.at("leases"))
+            out.push_back(lease({{"lease", n}}));
+        return out;
+    }
+    /// The epochs of a *_many step ("epochs": ["e1", 1]), one per lease.
+    [[nodiscard]] std::vector<std::int64_t> epoch_list(const json& s) const {
+        std::vector<std::int64_t> out;
+        for (const auto& e : s.at("epochs"))
+            out.push_back(epoch({{"epoch", e}}));
+        return out;
+    }
+    /// A *_many step's replies: one per lease, each checked against its
+    /// entry of "each" (what acquire, renew or release alone expects).
+    template <typename Check>
+    void each(const std::string& op, std::size_t replies, const json& expect, Check check) {
+        const json& per = expect.at("each");
+        if (replies != per.size()) {
+            fail(op, std::to_string(replies) + " replies, expected " + std::to_string(per.size()));
+            return;
+        }
+        for (std::size_t i = 0; i < replies; ++i)
+            check(i, per[i]);
     }
     [[nodiscard]] static std::string holder(const json& s, const char* key) {
         const std::string h = s.at(key);
