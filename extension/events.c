@@ -9,7 +9,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
+#include "pg_lease.h"
 #include "notifier.h"
 
 #include "catalog/pg_type.h"

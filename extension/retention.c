@@ -16,7 +16,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
+#include "pg_lease.h"
 
 #include "access/xact.h"
 #include "utils/hsearch.h"
