@@ -2,7 +2,8 @@
  *
  * fence_downstream.c
  *	  The fence trigger's downstream half: a table fenced by a lease of
- *	  another database, through the floor this database keeps (fence_floors.c).
+ *	  another database, through the floor this database keeps (fence_floors.c);
+ *	  lease_raise; and the floors a transaction's writes passed.
  *
  * The token is declared the same ways as for the local fence (lease_use,
  * pg_lease.epoch, the epoch column: fence.c), but only a token declared for
@@ -21,11 +22,99 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "lease_row.h"
 #include "epoch_list.h"
 
+#include "access/xact.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "validate.h"
+
+/*
+ * The floors this transaction's writes passed, by (store, name): the key
+ * is the store, a NUL, then the lease name; state.epoch the token.  The
+ * token's floor lock is held until the transaction ends, so no raise above
+ * it can commit first, and further rows need no look.  A savepoint rolled
+ * back takes its passes with it, as it takes their locks.
+ */
+static LeaseXactMemo *floor_passes = NULL;
+
+static void
+FloorPassXactCallback(XactEvent event, void *arg)
+{
+	LeaseXactMemoAtEnd(&floor_passes, event);
+}
+
+static void
+FloorPassSubXactCallback(SubXactEvent event, SubTransactionId subid,
+						 SubTransactionId parent, void *arg)
+{
+	LeaseXactMemoAtSubEnd(&floor_passes, event, subid, parent);
+}
+
+void
+LeaseDownstreamInit(void)
+{
+	RegisterXactCallback(FloorPassXactCallback, NULL);
+	RegisterSubXactCallback(FloorPassSubXactCallback, NULL);
+}
+
+static LeaseXactMemo **
+FloorPassFind(const LeaseFloorKey *key)
+{
+	LeaseXactMemo **link;
+
+	for (link = &floor_passes; *link != NULL; link = &(*link)->next)
+	{
+		const char *store = (*link)->key;
+
+		if (strcmp(store, key->store) == 0 &&
+			strcmp(store + strlen(store) + 1, key->name) == 0)
+			return link;
+	}
+	return NULL;
+}
+
+/* Whether a write of this transaction passed the floor of key with token epoch. */
+static bool
+FloorPassed(const LeaseFloorKey *key, int64 epoch)
+{
+	LeaseXactMemo **link = FloorPassFind(key);
+
+	return link != NULL && (*link)->state.epoch == epoch;
+}
+
+/* The token a write of this transaction passed the floor of key with; 0 if none. */
+static int64
+FloorPassedEpoch(const LeaseFloorKey *key)
+{
+	LeaseXactMemo **link = FloorPassFind(key);
+
+	return link != NULL ? (*link)->state.epoch : 0;
+}
+
+static void
+FloorForget(const LeaseFloorKey *key)
+{
+	LeaseXactMemo **link = FloorPassFind(key);
+
+	if (link != NULL)
+		LeaseXactMemoDrop(link);
+}
+
+static void
+FloorKeep(const LeaseFloorKey *key, int64 epoch)
+{
+	size_t		store_len = strlen(key->store);
+	size_t		name_len = strlen(key->name);
+	LeaseXactMemo *entry;
+
+	FloorForget(key);
+	entry = LeaseXactMemoPush(&floor_passes, store_len + name_len + 2);
+	memcpy(entry->key, key->store, store_len + 1);
+	memcpy(entry->key + store_len + 1, key->name, name_len + 1);
+	entry->state.epoch = epoch;
+}
 
 static void
 DownstreamCount(const LeaseFloorKey *key, LeaseCounterKind kind)
@@ -72,12 +161,12 @@ LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token)
 {
 	int64		floor;
 
-	if (LeaseFloorPassed(key, token))
+	if (FloorPassed(key, token))
 		return;
 	floor = LeaseFloorCheck(key, token);
 	if (floor != 0)
 		DownstreamRejectStale(key, rel, token, floor);
-	LeaseFloorKeep(key, token);
+	FloorKeep(key, token);
 }
 
 /*
@@ -95,7 +184,7 @@ LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel, const int64 *epoc
 	int64		floor;
 	int64		highest;
 
-	candidate = LeaseFloorPassedEpoch(key);
+	candidate = FloorPassedEpoch(key);
 	if (candidate > 0 && LeaseEpochListed(epochs, count, candidate))
 		return candidate;
 	floor = -1;					/* not read yet */
@@ -105,7 +194,7 @@ LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel, const int64 *epoc
 		floor = LeaseFloorHold(key, candidate);
 		if (floor == candidate)
 		{
-			LeaseFloorKeep(key, candidate);
+			FloorKeep(key, candidate);
 			return candidate;
 		}
 		candidate = floor;
@@ -117,4 +206,39 @@ LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel, const int64 *epoc
 		DownstreamRejectStale(key, rel, highest, floor);
 	DownstreamRejectUnnamed(key, rel, highest, floor);
 	return 0;					/* keep compiler quiet */
+}
+
+/*
+ * Raise the floor of (store, name) to epoch: true when the floor is now
+ * epoch, false when it was already higher.
+ */
+PG_FUNCTION_INFO_V1(lease_raise);
+Datum
+lease_raise(PG_FUNCTION_ARGS)
+{
+	text	   *store = LeaseLabelArg(fcinfo, 0, "lease store");
+	text	   *name = LeaseLabelArg(fcinfo, 1, "lease name");
+	int64		epoch = LeaseEpochArg(fcinfo, 2);
+	LeaseFloorKey key;
+
+	if (epoch <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("epoch must be positive")));
+	LeaseBegin(fcinfo);
+	key.store = text_to_cstring(store);
+	key.name = text_to_cstring(name);
+	if (strcmp(key.store, LeaseStoreId()) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease store \"%s\" is this database", key.store),
+				 errdetail("Floors fence the leases of other databases; this database's own leases are fenced by their current epoch.")));
+	FloorForget(&key);
+	/*
+	 * Hold the floor lock of epoch as its writers do, until the transaction
+	 * ends: a higher raise then ends this one as it ends them, after
+	 * pg_lease.takeover_timeout, however long this transaction stays open.
+	 */
+	(void) LeaseFloorHold(&key, epoch);
+	PG_RETURN_BOOL(LeaseFloorRaise(&key, epoch) == epoch);
 }

@@ -51,7 +51,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-#include "validate.h"
 
 /* Columns of lease_floor_rows (1-based, as heap_getattr counts). */
 #define FLOOR_ATT_STORE		1
@@ -309,39 +308,4 @@ Datum
 lease_store_id(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_TEXT_P(cstring_to_text(LeaseStoreId()));
-}
-
-/*
- * Raise the floor of (store, name) to epoch: true when the floor is now
- * epoch, false when it was already higher.
- */
-PG_FUNCTION_INFO_V1(lease_raise);
-Datum
-lease_raise(PG_FUNCTION_ARGS)
-{
-	text	   *store = LeaseLabelArg(fcinfo, 0, "lease store");
-	text	   *name = LeaseLabelArg(fcinfo, 1, "lease name");
-	int64		epoch = LeaseEpochArg(fcinfo, 2);
-	LeaseFloorKey key;
-
-	if (epoch <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("epoch must be positive")));
-	LeaseBegin(fcinfo);
-	key.store = text_to_cstring(store);
-	key.name = text_to_cstring(name);
-	if (strcmp(key.store, LeaseStoreId()) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease store \"%s\" is this database", key.store),
-				 errdetail("Floors fence the leases of other databases; this database's own leases are fenced by their current epoch.")));
-	LeaseFloorForget(&key);
-	/*
-	 * Hold the floor lock of epoch as its writers do, until the transaction
-	 * ends: a higher raise then ends this one as it ends them, after
-	 * pg_lease.takeover_timeout, however long this transaction stays open.
-	 */
-	(void) LeaseFloorHold(&key, epoch);
-	PG_RETURN_BOOL(LeaseFloorRaise(&key, epoch) == epoch);
 }

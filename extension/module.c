@@ -46,6 +46,7 @@ _PG_init(void)
 	LeaseCatalogInit();
 	LeaseWriteInit();
 	LeaseXactStateInit();
+	LeaseDownstreamInit();
 	LeaseGrantCacheInit();
 	LeaseRetentionInit();
 	LeaseCountersInit();

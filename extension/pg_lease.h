@@ -19,6 +19,7 @@
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "executor/tuptable.h"
 #include "nodes/lockoptions.h"
 #include "utils/relcache.h"
@@ -212,6 +213,21 @@ typedef struct LeaseRowState
 	TimestampTz expires_at;
 } LeaseRowState;
 
+/* xact_memo.c: what a transaction remembers, savepoint by savepoint */
+typedef struct LeaseXactMemo
+{
+	struct LeaseXactMemo *next;
+	SubTransactionId subid;		/* the subtransaction that made it */
+	LeaseRowState state;		/* of a token or a floor pass: the epoch */
+	char		key[FLEXIBLE_ARRAY_MEMBER];
+} LeaseXactMemo;
+
+extern LeaseXactMemo *LeaseXactMemoPush(LeaseXactMemo **memo, Size len);
+extern void LeaseXactMemoDrop(LeaseXactMemo **link);
+extern void LeaseXactMemoAtEnd(LeaseXactMemo **memo, XactEvent event);
+extern void LeaseXactMemoAtSubEnd(LeaseXactMemo **memo, SubXactEvent event,
+								  SubTransactionId subid, SubTransactionId parent);
+
 extern void LeaseXactStateInit(void);
 extern void LeaseDeclareToken(const char *name, int64 epoch);
 extern bool LeaseDeclaredToken(const char *name, int64 *epoch);
@@ -260,15 +276,10 @@ extern bool LeaseFenceInCopy(void);
 	(LeaseFenceInCopy() ? errhint("%s", LEASE_FENCE_RESTORE_HINT) : (other))
 
 /* fence_downstream.c: the fence trigger on a table fenced by a floor */
+extern void LeaseDownstreamInit(void);
 extern void LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token);
 extern int64 LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel,
 									const int64 *epochs, int count);
-
-/* fence_xact.c: the floors this transaction's writes passed */
-extern bool LeaseFloorPassed(const LeaseFloorKey *key, int64 epoch);
-extern int64 LeaseFloorPassedEpoch(const LeaseFloorKey *key);
-extern void LeaseFloorKeep(const LeaseFloorKey *key, int64 epoch);
-extern void LeaseFloorForget(const LeaseFloorKey *key);
 
 /* fence_cache.c: lease rows kept across transactions while unchanged */
 extern void LeaseGrantCacheInit(void);
