@@ -10,7 +10,7 @@
  * (fence_lock.c) until the transaction ends, then reads the lease row, so
  * no change of holder commits while a write that passed is open; renewals
  * never take that lock.  A third argument, the lease store, fences the
- * table by a floor instead (fence_downstream.c); tokens are declared with
+ * table by a floor instead (floors_fence.c); tokens are declared with
  * lease_use (fence_use.c).  Hot path: the arguments are kept for the
  * statement (fn_extra), the row for the transaction (fence_xact.c).
  *
@@ -22,6 +22,7 @@
  */
 #include "pg_lease.h"
 #include "epoch_list.h"
+#include "floors.h"
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
@@ -292,7 +293,7 @@ FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowS
 /*
  * Step 1 for a downstream fence: the lease is another database's, so a
  * token declared by name and pg_lease.epoch's unnamed list are told apart
- * (fence_downstream.c); either way the list is judged as a whole.
+ * (floors_fence.c); either way the list is judged as a whole.
  */
 static FenceTokenSource
 FenceDownstreamSource(const FenceConfig *config)
@@ -314,13 +315,13 @@ FenceDownstreamCheck(const FenceConfig *config, Relation rel, FenceTokenSource s
 	{
 		case FENCE_TOKEN_DECLARED:
 			(void) LeaseDeclaredToken(config->lease, &token);
-			LeaseDownstreamNamed(&config->floor, rel, token);
+			LeaseFloorFenceNamed(&config->floor, rel, token);
 			return token;
 		case FENCE_TOKEN_SETTING:
 			list = LeaseSettingEpochs();
-			return LeaseDownstreamUnnamed(&config->floor, rel, list->epochs, list->count);
+			return LeaseFloorFenceUnnamed(&config->floor, rel, list->epochs, list->count);
 		default:
-			return LeaseDownstreamUnnamed(&config->floor, rel, &token, 1);
+			return LeaseFloorFenceUnnamed(&config->floor, rel, &token, 1);
 	}
 }
 

@@ -12,7 +12,7 @@
  *     the writers it waits for and ends), epoch.c (tokens that never go
  *     back), events.c (history), retention.c (its pruning);
  *   fence: fence.c (the trigger), fence_use.c (lease_use), fence_lock.c
- *     (the lock manager's fence lock), fence_downstream.c and fence_floors.c
+ *     (the lock manager's fence lock), floors_fence.c and floors.c
  *     (downstream floors), fence_xact.c (tokens and grants of a
  *     transaction), fence_cache.c (rows kept across transactions),
  *     compat.c (1.2 backends after an update), epoch_list.c (pg_lease.epoch);
@@ -26,6 +26,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
+#include "floors.h"
 #include "notifier.h"
 
 #include "fmgr.h"
@@ -46,7 +47,7 @@ _PG_init(void)
 	LeaseCatalogInit();
 	LeaseWriteInit();
 	LeaseXactStateInit();
-	LeaseDownstreamInit();
+	LeaseFloorFenceInit();
 	LeaseGrantCacheInit();
 	LeaseRetentionInit();
 	LeaseCountersInit();

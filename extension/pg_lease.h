@@ -152,6 +152,8 @@ typedef struct LeaseEnding
  * this class; pg_advisory_lock uses 1 and 2.  0x4C53 is "LS".
  */
 #define LEASE_LOCKTAG_CLASS		0x4C53
+/* floors.c: floor locks are advisory tags too ("LF"), named by a hash */
+#define LEASE_FLOOR_LOCKTAG_CLASS	0x4C46
 
 struct LOCKTAG;
 extern void LeaseFenceLockTag(struct LOCKTAG *tag, int64 epoch);
@@ -239,25 +241,6 @@ extern void LeaseForgetRow(const char *name);
 extern void LeaseForgetRowText(text *name);
 
 /*
- * fence_floors.c: downstream fences, by the highest epoch of another database's
- * lease seen here.  Floor locks are advisory tags too: database, a 64-bit
- * hash of (store, name, epoch), and this class ("LF").
- */
-#define LEASE_FLOOR_LOCKTAG_CLASS	0x4C46
-
-typedef struct LeaseFloorKey
-{
-	const char *store;
-	const char *name;
-} LeaseFloorKey;
-
-extern char *LeaseStoreId(void);
-extern int64 LeaseFloorRaise(const LeaseFloorKey *key, int64 epoch);
-extern int64 LeaseFloorHold(const LeaseFloorKey *key, int64 epoch);
-extern int64 LeaseFloorCheck(const LeaseFloorKey *key, int64 epoch);
-extern int64 LeaseFloorPeek(const LeaseFloorKey *key);
-
-/*
  * fence_restore.c: a fenced write refused inside COPY FROM is, as like as not, a
  * data-only restore of a dump (pg_restore --data-only, a data-only SQL
  * dump), whose rows carry the epochs of earlier grants and never pass: the
@@ -274,12 +257,6 @@ extern bool LeaseFenceInCopy(void);
 /* errhint(LEASE_FENCE_RESTORE_HINT) in a COPY, else OTHER (an errhint() call, or 0) */
 #define LeaseFenceHint(other) \
 	(LeaseFenceInCopy() ? errhint("%s", LEASE_FENCE_RESTORE_HINT) : (other))
-
-/* fence_downstream.c: the fence trigger on a table fenced by a floor */
-extern void LeaseDownstreamInit(void);
-extern void LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token);
-extern int64 LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel,
-									const int64 *epochs, int count);
 
 /* fence_cache.c: lease rows kept across transactions while unchanged */
 extern void LeaseGrantCacheInit(void);

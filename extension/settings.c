@@ -30,7 +30,7 @@ int			lease_event_retention_s = 30 * 24 * 60 * 60;
  */
 int			lease_takeover_timeout_ms = 1000;
 
-/* This database's identity as a lease store; empty: the default (fence_floors.c). */
+/* This database's identity as a lease store; empty: the default (floors.c). */
 char	   *lease_store_id_setting = NULL;
 
 static char *lease_epoch_setting = NULL;

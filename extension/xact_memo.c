@@ -12,7 +12,7 @@
  * LeaseXactMemoAtSubEnd from transaction callbacks of its own, so what each
  * list does at a savepoint is written beside the list: the fence's tokens
  * and rows (fence_xact.c), the floors a transaction passed
- * (fence_downstream.c).
+ * (floors_fence.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * fence_downstream.c
+ * floors_fence.c
  *	  The fence trigger's downstream half: a table fenced by a lease of
- *	  another database, through the floor this database keeps (fence_floors.c);
+ *	  another database, through the floor this database keeps (floors.c);
  *	  lease_raise; and the floors a transaction's writes passed.
  *
  * The token is declared the same ways as for the local fence (lease_use,
@@ -22,8 +22,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
+#include "floors.h"
 #include "epoch_list.h"
+#include "lease_row.h"
 
 #include "access/xact.h"
 #include "utils/builtins.h"
@@ -53,7 +54,7 @@ FloorPassSubXactCallback(SubXactEvent event, SubTransactionId subid,
 }
 
 void
-LeaseDownstreamInit(void)
+LeaseFloorFenceInit(void)
 {
 	RegisterXactCallback(FloorPassXactCallback, NULL);
 	RegisterSubXactCallback(FloorPassSubXactCallback, NULL);
@@ -157,7 +158,7 @@ DownstreamRejectUnnamed(const LeaseFloorKey *key, Relation rel, int64 token, int
  * the transaction pays; further rows find the pass kept.
  */
 void
-LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token)
+LeaseFloorFenceNamed(const LeaseFloorKey *key, Relation rel, int64 token)
 {
 	int64		floor;
 
@@ -178,7 +179,7 @@ LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token)
  * only grow, so this ends).
  */
 int64
-LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel, const int64 *epochs, int count)
+LeaseFloorFenceUnnamed(const LeaseFloorKey *key, Relation rel, const int64 *epochs, int count)
 {
 	int64		candidate;
 	int64		floor;
@@ -228,7 +229,7 @@ lease_raise(PG_FUNCTION_ARGS)
 	LeaseBegin(fcinfo);
 	key.store = text_to_cstring(store);
 	key.name = text_to_cstring(name);
-	if (strcmp(key.store, LeaseStoreId()) == 0)
+	if (strcmp(key.store, LeaseFloorStoreId()) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease store \"%s\" is this database", key.store),

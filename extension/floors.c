@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * fence_floors.c
+ * floors.c
  *	  Downstream fences: a database that does not hold a lease keeps the
  *	  highest epoch of it that it has seen (its floor), and refuses writes
  *	  below it.
@@ -9,7 +9,7 @@
  * lease_store_id() of the database that holds the lease.  A fenced write
  * passes when its token is at least the floor; a token above it raises the
  * floor in the write's own transaction.  lease_raise raises it ahead of
- * the work, as the client does at the start of a term.
+ * the work, as the client does at the start of a term (floors_fence.c).
  *
  * The ordering is the local fence's (fence_lock.c), on lock tags of class
  * LEASE_FLOOR_LOCKTAG_CLASS named by a 64-bit hash of (store, name, epoch):
@@ -30,6 +30,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "floors.h"
 #include "evict.h"
 #include "lease_row.h"
 
@@ -295,7 +296,7 @@ LeaseFloorPeek(const LeaseFloorKey *key)
 
 /* This database's identity as a lease store. */
 char *
-LeaseStoreId(void)
+LeaseFloorStoreId(void)
 {
 	if (lease_store_id_setting != NULL && lease_store_id_setting[0] != '\0')
 		return pstrdup(lease_store_id_setting);
@@ -307,5 +308,5 @@ PG_FUNCTION_INFO_V1(lease_store_id);
 Datum
 lease_store_id(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(LeaseStoreId()));
+	PG_RETURN_TEXT_P(cstring_to_text(LeaseFloorStoreId()));
 }
