@@ -19,6 +19,7 @@
  *-------------------------------------------------------------------------
  */
 #include "lease_row.h"
+#include "fence.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"
@@ -174,7 +175,7 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, int64 lock_delay_usec
 		Datum		values[8];
 
 		LeaseCheckQuota();
-		LeaseGrantChanged(name);	/* a row deleted by hand may be kept */
+		LeaseFenceGrantChanged(name);	/* a row deleted by hand may be kept */
 
 		epoch = LeaseNextEpoch();
 		now = GetCurrentTimestamp();

@@ -62,7 +62,7 @@ LeaseParseEpochList(const char *text, int64_t *epochs, int max,
 }
 
 /*
- * The token a list stands for, for both fences (fence.c, floors_fence.c):
+ * The token a list stands for, for both fences (fence_trigger.c, floors_fence.c):
  * the listed epoch that is the lease's current one (its grant, or its
  * floor downstream), else the largest listed, which is then refused but
  * named in the message.

@@ -44,11 +44,6 @@ extern void LeaseEvictProc(LeaseTakeover *takeover, PGPROC *proc, uint32 xact,
 extern void LeaseRecordEvictions(LeaseTakeover *takeover);
 pg_noreturn extern void LeaseTakeoverTimedOut(const LeaseTakeover *takeover, const char *who);
 
-/* fence_lock.c: the lock-manager fence lock, exclusively */
-struct LOCKTAG;
-extern void LeaseLockTagExclusive(LeaseTakeover *takeover, const struct LOCKTAG *tag);
-extern void LeaseFenceLockExclusive(LeaseTakeover *takeover);
-
 /* takeover.c: the 1.2 row lock, upgraded to FOR UPDATE */
 extern void LeaseLockForHolderChange(Relation rel, ItemPointer tid,
 									 TupleTableSlot *slot, LeaseTakeover *takeover);

@@ -26,6 +26,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "fence.h"
 #include "evict.h"
 
 #include "access/xact.h"
@@ -188,7 +189,7 @@ FenceLockEvictHolders(LeaseTakeover *takeover, const LOCKTAG *tag, double now_ms
  * caller says in an error context what the lock is for.
  */
 void
-LeaseLockTagExclusive(LeaseTakeover *takeover, const LOCKTAG *tag)
+LeaseFenceLockTagExclusive(LeaseTakeover *takeover, const LOCKTAG *tag)
 {
 	StringInfoData who;
 	double		waited_ms;
@@ -237,6 +238,6 @@ LeaseFenceLockExclusive(LeaseTakeover *takeover)
 	callback.arg = &context;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	LeaseLockTagExclusive(takeover, &tag);
+	LeaseFenceLockTagExclusive(takeover, &tag);
 	error_context_stack = callback.previous;
 }

@@ -2,12 +2,12 @@
  *
  * fence_restore.c
  *	  Whether a fenced write is part of a COPY FROM: a data-only restore of a
- *	  dump, as like as not, whose refusals (fence.c, floors_fence.c) then
+ *	  dump, as like as not, whose refusals (fence_trigger.c, floors_fence.c) then
  *	  say how a dump is restored (LEASE_FENCE_RESTORE_HINT).
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "fence.h"
 
 #include "tcop/pquery.h"
 

@@ -16,7 +16,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "fence.h"
 
 #include "access/table.h"
 #include "access/tableam.h"
@@ -78,7 +78,7 @@ LeaseSubXactCallback(SubXactEvent event, SubTransactionId subid,
 }
 
 void
-LeaseXactStateInit(void)
+LeaseFenceXactInit(void)
 {
 	RegisterXactCallback(LeaseXactCallback, NULL);
 	RegisterSubXactCallback(LeaseSubXactCallback, NULL);
@@ -86,13 +86,13 @@ LeaseXactStateInit(void)
 
 /* lease_use: the newest declaration for a lease wins. */
 void
-LeaseDeclareToken(const char *name, int64 epoch)
+LeaseFenceDeclareToken(const char *name, int64 epoch)
 {
 	EntryPush(&declared_tokens, name)->state.epoch = epoch;
 }
 
 bool
-LeaseDeclaredToken(const char *name, int64 *epoch)
+LeaseFenceDeclaredToken(const char *name, int64 *epoch)
 {
 	LeaseXactMemo *entry = EntryFind(declared_tokens, name);
 
@@ -105,7 +105,7 @@ LeaseDeclaredToken(const char *name, int64 *epoch)
 /*
  * Read the newest committed version of the lease row, whatever the
  * transaction's isolation level; with key_share, key-share-lock it as 1.2
- * did (compat.c).  False if there is none.
+ * did (fence_compat.c).  False if there is none.
  */
 static bool
 ReadRowLatest(const char *name, bool key_share, LeaseRowState *state)
@@ -145,7 +145,7 @@ ReadRowLatest(const char *name, bool key_share, LeaseRowState *state)
  * has validated the catalog cache.
  */
 const LeaseRowState *
-LeaseLockGrantShared(const char *name, int64 epoch)
+LeaseFenceLockGrantShared(const char *name, int64 epoch)
 {
 	static LeaseRowState other_grant;
 	LeaseXactMemo *entry = EntryFind(locked_rows, name);
@@ -154,18 +154,18 @@ LeaseLockGrantShared(const char *name, int64 epoch)
 
 	if (entry != NULL)
 		return &entry->state;
-	/* 1.2 backends may be running: the row lock too, and first (compat.c) */
+	/* 1.2 backends may be running: the row lock too, and first (fence_compat.c) */
 	if (row_lock && !ReadRowLatest(name, true, &state))
 		return NULL;
 	LeaseFenceLockShare(name, epoch);
-	if (!row_lock && !LeaseGrantCacheLookup(name, epoch, &state))
+	if (!row_lock && !LeaseFenceCacheLookup(name, epoch, &state))
 	{
-		uint64		stamp = LeaseGrantCacheStamp(name);
+		uint64		stamp = LeaseFenceCacheStamp(name);
 
 		if (!ReadRowLatest(name, false, &state))
 			return NULL;
 		if (state.epoch == epoch)
-			LeaseGrantCacheStore(name, &state, stamp);
+			LeaseFenceCacheStore(name, &state, stamp);
 	}
 	if (state.epoch != epoch)
 	{
@@ -179,14 +179,14 @@ LeaseLockGrantShared(const char *name, int64 epoch)
 
 /* The newest committed lease row, unlocked; false if there is none. */
 bool
-LeasePeekRow(const char *name, LeaseRowState *state)
+LeaseFencePeekRow(const char *name, LeaseRowState *state)
 {
 	return ReadRowLatest(name, false, state);
 }
 
 /* The row kept for the transaction, if any: its fence lock is held. */
 const LeaseRowState *
-LeaseLockedGrant(const char *name)
+LeaseFenceLockedGrant(const char *name)
 {
 	LeaseXactMemo *entry = EntryFind(locked_rows, name);
 
@@ -200,7 +200,7 @@ LeaseLockedGrant(const char *name)
  * lease functions, which forget the row.
  */
 const LeaseRowState *
-LeaseRefreshRow(const char *name)
+LeaseFenceRefreshRow(const char *name)
 {
 	LeaseXactMemo *entry = EntryFind(locked_rows, name);
 
@@ -208,7 +208,7 @@ LeaseRefreshRow(const char *name)
 		return NULL;
 	if (!ReadRowLatest(name, LeaseFenceRowLockNeeded(), &entry->state))
 	{
-		LeaseForgetRow(name);
+		LeaseFenceForgetRow(name);
 		return NULL;
 	}
 	return &entry->state;
@@ -216,20 +216,20 @@ LeaseRefreshRow(const char *name)
 
 /* A lease function changed this row: look it up again next time. */
 void
-LeaseForgetRow(const char *name)
+LeaseFenceForgetRow(const char *name)
 {
 	EntriesRemove(&locked_rows, name);
 }
 
-/* LeaseForgetRow for a name as text; nothing to do when no row is kept. */
+/* LeaseFenceForgetRow for a name as text; nothing to do when no row is kept. */
 void
-LeaseForgetRowText(text *name)
+LeaseFenceForgetRowText(text *name)
 {
 	char	   *str;
 
 	if (locked_rows == NULL)
 		return;
 	str = text_to_cstring(name);
-	LeaseForgetRow(str);
+	LeaseFenceForgetRow(str);
 	pfree(str);
 }

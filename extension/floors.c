@@ -32,6 +32,7 @@
  */
 #include "floors.h"
 #include "evict.h"
+#include "fence.h"
 #include "lease_row.h"
 
 #include "access/genam.h"
@@ -110,7 +111,7 @@ FloorLockExclusive(const LeaseFloorKey *key, int64 epoch)
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
 	LeaseTakeoverBegin(&takeover, &ending);
-	LeaseLockTagExclusive(&takeover, &tag);
+	LeaseFenceLockTagExclusive(&takeover, &tag);
 	LeaseTakeoverEnd(&takeover);
 	error_context_stack = callback.previous;
 }

@@ -6,7 +6,7 @@
  *	  lease_raise; and the floors a transaction's writes passed.
  *
  * The token is declared the same ways as for the local fence (lease_use,
- * pg_lease.epoch, the epoch column: fence.c), but only a token declared for
+ * pg_lease.epoch, the epoch column: fence_trigger.c), but only a token declared for
  * the lease by name moves the floor (SPEC "Changes in 1.5").  Epochs are
  * unique within a lease store, not within a lease: an unnamed token above
  * the floor may be another lease's of the same store (a `pglease run
@@ -24,6 +24,7 @@
  */
 #include "floors.h"
 #include "epoch_list.h"
+#include "fence.h"
 #include "lease_row.h"
 
 #include "access/xact.h"

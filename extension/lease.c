@@ -19,6 +19,7 @@
  */
 #include "lease_row.h"
 #include "evict.h"
+#include "fence.h"
 
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -152,6 +153,6 @@ lease_end_grant_writers(PG_FUNCTION_ARGS)
 	LeaseTakeoverBegin(&takeover, &ending);
 	LeaseFenceLockExclusive(&takeover);
 	LeaseTakeoverEnd(&takeover);
-	LeaseGrantChanged(name);	/* the caller deletes the row */
+	LeaseFenceGrantChanged(name);	/* the caller deletes the row */
 	PG_RETURN_VOID();
 }

@@ -21,6 +21,7 @@
  */
 #include "lease_row.h"
 #include "evict.h"
+#include "fence.h"
 
 #include "access/table.h"
 #include "access/tableam.h"
@@ -70,7 +71,7 @@ LeaseBeginRelease(FunctionCallInfo fcinfo)
 void
 LeaseEnd(text *name)
 {
-	LeaseForgetRowText(name);
+	LeaseFenceForgetRowText(name);
 }
 
 /*
@@ -275,7 +276,7 @@ LeaseExtendLocked(text *name, const LeaseRow *row, int64 ttl_usec)
 	bool		nulls[LEASE_NATTS];
 	bool		replace[LEASE_NATTS];
 
-	LeaseGrantChanged(name);
+	LeaseFenceGrantChanged(name);
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_RENEWED_AT, TimestampTzGetDatum(now), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
@@ -309,7 +310,7 @@ LeaseFreeLocked(text *name, const LeaseRow *row, const char *event)
 	bool		nulls[LEASE_NATTS];
 	bool		replace[LEASE_NATTS];
 
-	LeaseGrantChanged(name);
+	LeaseFenceGrantChanged(name);
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_HOLDER, (Datum) 0, true);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
@@ -346,7 +347,7 @@ LeaseGrantNewEpoch(text *name, const LeaseRow *row, text *holder, int64 ttl_usec
 	int64		transitions;
 
 	*expires_at = now + ttl_usec;
-	LeaseGrantChanged(name);
+	LeaseFenceGrantChanged(name);
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_HOLDER, PointerGetDatum(holder), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EPOCH, Int64GetDatum(epoch), false);

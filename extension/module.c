@@ -11,11 +11,11 @@
  *     takeover.c and evict.c (a change of holder, bounded: the row, then
  *     the writers it waits for and ends), epoch.c (tokens that never go
  *     back), events.c (history), retention.c (its pruning);
- *   fence: fence.c (the trigger), fence_use.c (lease_use), fence_lock.c
+ *   fence: fence_trigger.c (the trigger), fence_use.c (lease_use), fence_lock.c
  *     (the lock manager's fence lock), floors_fence.c and floors.c
  *     (downstream floors), fence_xact.c (tokens and grants of a
  *     transaction), fence_cache.c (rows kept across transactions),
- *     compat.c (1.2 backends after an update), epoch_list.c (pg_lease.epoch);
+ *     fence_compat.c (1.2 backends after an update), epoch_list.c (pg_lease.epoch);
  *   storage: catalog.c (objects, prepared statements, SPI), row_lock.c and
  *     row_write.c with write_target.c (rows and history without the
  *     executor), shmem.c (shared memory hooks), counters.c;
@@ -26,6 +26,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
+#include "fence.h"
 #include "floors.h"
 #include "notifier.h"
 
@@ -46,9 +47,9 @@ _PG_init(void)
 	LeaseDefineSettings();
 	LeaseCatalogInit();
 	LeaseWriteInit();
-	LeaseXactStateInit();
+	LeaseFenceXactInit();
 	LeaseFloorFenceInit();
-	LeaseGrantCacheInit();
+	LeaseFenceCacheInit();
 	LeaseRetentionInit();
 	LeaseCountersInit();
 	LeaseNotifyInit();

@@ -155,13 +155,6 @@ typedef struct LeaseEnding
 /* floors.c: floor locks are advisory tags too ("LF"), named by a hash */
 #define LEASE_FLOOR_LOCKTAG_CLASS	0x4C46
 
-struct LOCKTAG;
-extern void LeaseFenceLockTag(struct LOCKTAG *tag, int64 epoch);
-extern void LeaseFenceLockShare(const char *name, int64 epoch);
-
-/* compat.c: whether fenced writers must also lock the row, as 1.2 did */
-extern bool lease_preloaded;
-extern bool LeaseFenceRowLockNeeded(void);
 
 /* shmem.c: the parts of pg_lease in shared memory (when preloaded) */
 typedef struct LeaseShmemPart
@@ -207,7 +200,7 @@ extern void LeaseRecordEvent(const char *event, text *name, text *holder,
 extern void LeaseRetentionInit(void);
 extern void LeasePruneEvents(text *name, const char *name_str);
 
-/* fence_xact.c: per-transaction tokens, and the grants whose fence lock is held */
+/* A lease row as the fences keep it (fence.h), and a floor pass its epoch */
 typedef struct LeaseRowState
 {
 	int64		epoch;
@@ -229,40 +222,5 @@ extern void LeaseXactMemoDrop(LeaseXactMemo **link);
 extern void LeaseXactMemoAtEnd(LeaseXactMemo **memo, XactEvent event);
 extern void LeaseXactMemoAtSubEnd(LeaseXactMemo **memo, SubXactEvent event,
 								  SubTransactionId subid, SubTransactionId parent);
-
-extern void LeaseXactStateInit(void);
-extern void LeaseDeclareToken(const char *name, int64 epoch);
-extern bool LeaseDeclaredToken(const char *name, int64 *epoch);
-extern const LeaseRowState *LeaseLockGrantShared(const char *name, int64 epoch);
-extern const LeaseRowState *LeaseLockedGrant(const char *name);
-extern bool LeasePeekRow(const char *name, LeaseRowState *state);
-extern const LeaseRowState *LeaseRefreshRow(const char *name);
-extern void LeaseForgetRow(const char *name);
-extern void LeaseForgetRowText(text *name);
-
-/*
- * fence_restore.c: a fenced write refused inside COPY FROM is, as like as not, a
- * data-only restore of a dump (pg_restore --data-only, a data-only SQL
- * dump), whose rows carry the epochs of earlier grants and never pass: the
- * refusal (same message, same SQLSTATE) then says how a dump is restored.
- * The SQL edition gives the same hint (lease_sql_copy_hint).
- */
-#define LEASE_FENCE_RESTORE_HINT \
-	"If this COPY restores a dump (pg_restore --data-only, or a data-only SQL dump), " \
-	"rows written under earlier grants never pass the fence: restore the whole dump in one run " \
-	"(its data goes in before the fence triggers), or disable trigger pg_lease_fence of the table " \
-	"for the data step and enable it after (docs/operations.md, " \
-	"\"Moving from the C edition to a managed service\")."
-extern bool LeaseFenceInCopy(void);
-/* errhint(LEASE_FENCE_RESTORE_HINT) in a COPY, else OTHER (an errhint() call, or 0) */
-#define LeaseFenceHint(other) \
-	(LeaseFenceInCopy() ? errhint("%s", LEASE_FENCE_RESTORE_HINT) : (other))
-
-/* fence_cache.c: lease rows kept across transactions while unchanged */
-extern void LeaseGrantCacheInit(void);
-extern void LeaseGrantChanged(text *name);
-extern uint64 LeaseGrantCacheStamp(const char *name);
-extern bool LeaseGrantCacheLookup(const char *name, int64 epoch, LeaseRowState *state);
-extern void LeaseGrantCacheStore(const char *name, const LeaseRowState *state, uint64 stamp);
 
 #endif							/* PG_LEASE_H */

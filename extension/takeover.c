@@ -8,7 +8,7 @@
  * locks the grant in the lock manager (fence_lock.c) and leaves the row
  * alone.  But after an upgrade without a restart, backends that loaded the
  * 1.2 library still take the row lock, and until none is left (see
- * compat.c) new ones take it too.  So a change of holder still upgrades its
+ * fence_compat.c) new ones take it too.  So a change of holder still upgrades its
  * row lock to FOR UPDATE, which conflicts with FOR KEY SHARE: at once when
  * no such writer is there, which is always once no 1.2 backend remains.
  * The wait is bounded as the lock-manager wait is, from the same start and

@@ -453,7 +453,7 @@ GRANT SELECT ON @extschema@.lease_group_leases, @extschema@.lease_group_members,
 -- When this database's pg_lease was updated to each version: until every
 -- session that began before the update to 1.3 has ended, a 1.2 library may
 -- still run in one of them, so fenced writers keep 1.2's row lock as well
--- (extension/compat.c).  Empty after CREATE EXTENSION.
+-- (extension/fence_compat.c).  Empty after CREATE EXTENSION.
 CREATE TABLE @extschema@.lease_upgrades (
 	version		text PRIMARY KEY,
 	upgraded_at timestamptz NOT NULL

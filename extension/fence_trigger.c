@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * fence.c
+ * fence_trigger.c
  *	  The fence trigger: which token a write carries, and whether it passes.
  *
  * BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, plus BEFORE TRUNCATE FOR
@@ -20,7 +20,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "fence.h"
 #include "epoch_list.h"
 #include "floors.h"
 
@@ -119,7 +119,7 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token)
 	LeaseRowState current;
 	bool		found;
 
-	if (LeaseDeclaredToken(config->lease, token))
+	if (LeaseFenceDeclaredToken(config->lease, token))
 		return FENCE_TOKEN_DECLARED;
 
 	list = LeaseSettingEpochs();
@@ -129,8 +129,8 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token)
 	if (list->count == 1)
 		return FENCE_TOKEN_SETTING;
 
-	kept = LeaseLockedGrant(config->lease);
-	found = kept != NULL || LeasePeekRow(config->lease, &current);
+	kept = LeaseFenceLockedGrant(config->lease);
+	found = kept != NULL || LeaseFencePeekRow(config->lease, &current);
 	if (kept != NULL)
 		current = *kept;
 	*token = found && LeaseEpochListed(list->epochs, list->count, current.epoch) ?
@@ -147,7 +147,7 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token)
 static const LeaseRowState *
 FenceLockRow(const FenceConfig *config, FenceTokenSource source, int64 *token)
 {
-	const LeaseRowState *row = LeaseLockGrantShared(config->lease, *token);
+	const LeaseRowState *row = LeaseFenceLockGrantShared(config->lease, *token);
 	const LeaseEpochList *list = LeaseSettingEpochs();
 
 	while (source == FENCE_TOKEN_SETTING && row != NULL && row->epoch > *token)
@@ -155,7 +155,7 @@ FenceLockRow(const FenceConfig *config, FenceTokenSource source, int64 *token)
 		if (!LeaseEpochListed(list->epochs, list->count, row->epoch))
 			break;
 		*token = row->epoch;
-		row = LeaseLockGrantShared(config->lease, *token);
+		row = LeaseFenceLockGrantShared(config->lease, *token);
 	}
 	return row;
 }
@@ -281,9 +281,9 @@ FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowS
 	if (FencePasses(token, row, GetCurrentTimestamp()))
 		return;
 	if (row != NULL && row->epoch == token && row->held &&
-		LeaseLockedGrant(config->lease) == row)
+		LeaseFenceLockedGrant(config->lease) == row)
 	{
-		row = LeaseRefreshRow(config->lease);
+		row = LeaseFenceRefreshRow(config->lease);
 		if (FencePasses(token, row, GetCurrentTimestamp()))
 			return;
 	}
@@ -300,7 +300,7 @@ FenceDownstreamSource(const FenceConfig *config)
 {
 	int64		declared;
 
-	if (LeaseDeclaredToken(config->lease, &declared))
+	if (LeaseFenceDeclaredToken(config->lease, &declared))
 		return FENCE_TOKEN_DECLARED;
 	return LeaseSettingEpochs()->count > 0 ? FENCE_TOKEN_SETTING : FENCE_TOKEN_NONE;
 }
@@ -314,7 +314,7 @@ FenceDownstreamCheck(const FenceConfig *config, Relation rel, FenceTokenSource s
 	switch (source)
 	{
 		case FENCE_TOKEN_DECLARED:
-			(void) LeaseDeclaredToken(config->lease, &token);
+			(void) LeaseFenceDeclaredToken(config->lease, &token);
 			LeaseFloorFenceNamed(&config->floor, rel, token);
 			return token;
 		case FENCE_TOKEN_SETTING:
