@@ -62,10 +62,10 @@ LeaseParseEpochList(const char *text, int64_t *epochs, int max,
 }
 
 /*
- * The token a list stands for, for both fences (fence_trigger.c, floors_fence.c):
- * the listed epoch that is the lease's current one (its grant, or its
- * floor downstream), else the largest listed, which is then refused but
- * named in the message.
+ * The token a list stands for, for both fences (fence_trigger.c,
+ * floors_fence.c): the listed epoch that is the lease's current one (its
+ * grant, or its floor downstream), else the largest listed, which is then
+ * refused but named in the message.
  */
 bool
 LeaseEpochListed(const int64_t *epochs, int count, int64_t epoch)

@@ -22,7 +22,7 @@
 struct LOCKTAG;
 struct LeaseTakeover;
 
-/* fence_xact.c: per-transaction tokens, and the grants whose fence lock is held */
+/* fence_xact.c: a transaction's tokens, and the grants whose lock it holds */
 extern void LeaseFenceXactInit(void);
 extern void LeaseFenceDeclareToken(const char *name, int64 epoch);
 extern bool LeaseFenceDeclaredToken(const char *name, int64 *epoch);
@@ -56,8 +56,8 @@ extern bool lease_preloaded;
 extern bool LeaseFenceRowLockNeeded(void);
 
 /*
- * fence_restore.c: a fenced write refused inside COPY FROM is, as like as not, a
- * data-only restore of a dump (pg_restore --data-only, a data-only SQL
+ * fence_restore.c: a fenced write refused inside COPY FROM is, as like as not,
+ * a data-only restore of a dump (pg_restore --data-only, a data-only SQL
  * dump), whose rows carry the epochs of earlier grants and never pass: the
  * refusal (same message, same SQLSTATE) then says how a dump is restored.
  * The SQL edition gives the same hint (lease_sql_copy_hint).
@@ -69,7 +69,7 @@ extern bool LeaseFenceRowLockNeeded(void);
 	"for the data step and enable it after (docs/operations.md, " \
 	"\"Moving from the C edition to a managed service\")."
 extern bool LeaseFenceInCopy(void);
-/* errhint(LEASE_FENCE_RESTORE_HINT) in a COPY, else OTHER (an errhint() call, or 0) */
+/* errhint(LEASE_FENCE_RESTORE_HINT) in a COPY, else other (errhint() or 0) */
 #define LeaseFenceHint(other) \
 	(LeaseFenceInCopy() ? errhint("%s", LEASE_FENCE_RESTORE_HINT) : (other))
 

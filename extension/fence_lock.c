@@ -21,13 +21,13 @@
  * A change of holder waits in the lock's queue, so new writers queue
  * behind it and cannot starve it, and PostgreSQL's deadlock detector sees
  * the wait.  The wait is bounded by pg_lease.takeover_timeout; then the
- * holders the lock manager names are ended (evict.c), and if they still
+ * holders the lock manager names are ended (lease_evict.c), and if they still
  * hold on LEASE_EVICT_BOUND_MS later, the change of holder fails (55P03).
  *
  *-------------------------------------------------------------------------
  */
 #include "fence.h"
-#include "evict.h"
+#include "lease.h"
 
 #include "access/xact.h"
 #include "lib/stringinfo.h"

@@ -2,8 +2,8 @@
  *
  * fence_restore.c
  *	  Whether a fenced write is part of a COPY FROM: a data-only restore of a
- *	  dump, as like as not, whose refusals (fence_trigger.c, floors_fence.c) then
- *	  say how a dump is restored (LEASE_FENCE_RESTORE_HINT).
+ *	  dump, as like as not, whose refusals (fence_trigger.c, floors_fence.c)
+ *	  then say how a dump is restored (LEASE_FENCE_RESTORE_HINT, fence.h).
  *
  *-------------------------------------------------------------------------
  */

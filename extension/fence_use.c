@@ -3,9 +3,10 @@
  * fence_use.c
  *	  lease_use: the token a transaction declares for a lease's fence.
  *
- * The fence trigger (fence_trigger.c) reads the declaration; a declaration of this
- * database's current grant also takes the grant's fence lock at once, so
- * the transaction is ordered before any change of holder from here on.
+ * The fence trigger (fence_trigger.c) reads the declaration; a declaration
+ * of this database's current grant also takes the grant's fence lock at
+ * once, so the transaction is ordered before any change of holder from
+ * here on.
  *
  *-------------------------------------------------------------------------
  */

@@ -17,6 +17,7 @@
  *-------------------------------------------------------------------------
  */
 #include "fence.h"
+#include "lease.h"
 
 #include "access/table.h"
 #include "access/tableam.h"
@@ -141,8 +142,8 @@ ReadRowLatest(const char *name, bool key_share, LeaseRowState *state)
  * rest of the transaction only when epoch is its grant (then nobody else
  * can change its holder or epoch); a row of another grant is returned but
  * not kept, as the caller refuses the write.  The lookup goes straight to
- * the table (row_lock.c), so no privilege on leases is needed.  The caller
- * has validated the catalog cache.
+ * the table (lease_row_lock.c), so no privilege on leases is needed.  The
+ * caller has validated the catalog cache.
  */
 const LeaseRowState *
 LeaseFenceLockGrantShared(const char *name, int64 epoch)
@@ -154,7 +155,7 @@ LeaseFenceLockGrantShared(const char *name, int64 epoch)
 
 	if (entry != NULL)
 		return &entry->state;
-	/* 1.2 backends may be running: the row lock too, and first (fence_compat.c) */
+	/* 1.2 backends may run: the row lock too, and first (fence_compat.c) */
 	if (row_lock && !ReadRowLatest(name, true, &state))
 		return NULL;
 	LeaseFenceLockShare(name, epoch);
@@ -221,7 +222,7 @@ LeaseFenceForgetRow(const char *name)
 	EntriesRemove(&locked_rows, name);
 }
 
-/* LeaseFenceForgetRow for a name as text; nothing to do when no row is kept. */
+/* LeaseFenceForgetRow of a text name; nothing to do when no row is kept. */
 void
 LeaseFenceForgetRowText(text *name)
 {

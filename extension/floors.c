@@ -31,9 +31,8 @@
  *-------------------------------------------------------------------------
  */
 #include "floors.h"
-#include "evict.h"
 #include "fence.h"
-#include "lease_row.h"
+#include "lease.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"

@@ -6,10 +6,10 @@
  *	  lease_raise; and the floors a transaction's writes passed.
  *
  * The token is declared the same ways as for the local fence (lease_use,
- * pg_lease.epoch, the epoch column: fence_trigger.c), but only a token declared for
- * the lease by name moves the floor (SPEC "Changes in 1.5").  Epochs are
- * unique within a lease store, not within a lease: an unnamed token above
- * the floor may be another lease's of the same store (a `pglease run
+ * pg_lease.epoch, the epoch column: fence_trigger.c), but only a token
+ * declared for the lease by name moves the floor (SPEC "Changes in 1.5").
+ * Epochs are unique within a lease store, not within a lease: an unnamed token
+ * above the floor may be another lease's of the same store (a `pglease run
  * --lease A` job writing to a table fenced by B), and letting it raise B's
  * floor would shut B's real leader out.  So:
  *   - named (lease_use(name, epoch)): passes at or above the floor, and
@@ -25,7 +25,7 @@
 #include "floors.h"
 #include "epoch_list.h"
 #include "fence.h"
-#include "lease_row.h"
+#include "lease.h"
 
 #include "access/xact.h"
 #include "utils/builtins.h"
@@ -77,7 +77,7 @@ FloorPassFind(const LeaseFloorKey *key)
 	return NULL;
 }
 
-/* Whether a write of this transaction passed the floor of key with token epoch. */
+/* Whether a write of this transaction passed key's floor with token epoch. */
 static bool
 FloorPassed(const LeaseFloorKey *key, int64 epoch)
 {
@@ -86,7 +86,7 @@ FloorPassed(const LeaseFloorKey *key, int64 epoch)
 	return link != NULL && (*link)->state.epoch == epoch;
 }
 
-/* The token a write of this transaction passed the floor of key with; 0 if none. */
+/* The token a write of this transaction passed key's floor with; 0: none. */
 static int64
 FloorPassedEpoch(const LeaseFloorKey *key)
 {

@@ -12,15 +12,14 @@
  * change of holder or epoch, taken at once when nobody is in the way, else
  * after the weaker one.  A change of holder also locks the grant it ends
  * exclusively in the lock manager, which waits for that grant's fenced
- * writers (fence_lock.c; takeover.c for writers that still lock the row, as
- * 1.2 did).  Functions that write raise synchronous_commit for their
+ * writers (fence_lock.c; lease_takeover.c for writers that still lock the row,
+ * as 1.2 did).  Functions that write raise synchronous_commit for their
  * transaction, so nothing they grant is acknowledged before it is durable
  * (but a release: LeaseBeginRelease).
  *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
-#include "evict.h"
+#include "lease.h"
 #include "fence.h"
 
 #include "access/table.h"
@@ -134,7 +133,8 @@ LeaseFindForLock(text *name, LeaseRow *row)
  * writer, no renewal in progress): one lock, and one WAL record, where the
  * upgrade costs two.  Otherwise it takes FOR NO KEY UPDATE, and
  * LeaseLockForChange upgrades, waiting for the fenced writers within
- * pg_lease.takeover_timeout (takeover.c needs the weaker lock held first).
+ * pg_lease.takeover_timeout (lease_takeover.c needs the weaker lock held
+ * first).
  *
  * A single conditional UPDATE would not do: when it waits behind another
  * lock and the row is not updated meanwhile, PostgreSQL does not
@@ -169,7 +169,7 @@ LeaseLockFound(LeaseRow *row, LeaseLockIntent intent)
  * Before a change of holder or epoch: lock the grant that ends exclusively
  * in the lock manager (fence_lock.c), and make sure the row is locked FOR
  * UPDATE (upgrading the FOR NO KEY UPDATE lock LeaseLockFound took, for
- * fenced writers of 1.2's kind: takeover.c).  Both wait for the fenced
+ * fenced writers of 1.2's kind: lease_takeover.c).  Both wait for the fenced
  * transactions of the grant that ends, within one pg_lease.takeover_timeout
  * counted from here.
  */

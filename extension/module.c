@@ -6,18 +6,18 @@
  *	  functions the parts share, stands below.
  *
  * The rest, one file per job, by family:
- *   lease functions: acquire.c (lease_acquire), lease.c (renew, release,
+ *   lease functions: lease_acquire.c (lease_acquire), lease_change.c (renew, release,
  *     revoke, handover), lease_row.c (reading, locking and changing a row),
- *     takeover.c and evict.c (a change of holder, bounded: the row, then
+ *     lease_takeover.c and lease_evict.c (a change of holder, bounded: the row, then
  *     the writers it waits for and ends), epoch.c (tokens that never go
- *     back), events.c (history), retention.c (its pruning);
+ *     back), lease_events.c (history), lease_retention.c (its pruning);
  *   fence: fence_trigger.c (the trigger), fence_use.c (lease_use), fence_lock.c
  *     (the lock manager's fence lock), floors_fence.c and floors.c
  *     (downstream floors), fence_xact.c (tokens and grants of a
  *     transaction), fence_cache.c (rows kept across transactions),
  *     fence_compat.c (1.2 backends after an update), epoch_list.c (pg_lease.epoch);
- *   storage: catalog.c (objects, prepared statements, SPI), row_lock.c and
- *     row_write.c with write_target.c (rows and history without the
+ *   storage: catalog.c (objects, prepared statements, SPI), lease_row_lock.c and
+ *     lease_row_write.c with lease_write_target.c (rows and history without the
  *     executor), shmem.c (shared memory hooks), counters.c;
  *   notify: notify_queue.c and notify_xact.c (the commit path),
  *     notify_shmem.c (the shared queue), notifier.c (the worker);
@@ -28,6 +28,7 @@
 #include "pg_lease.h"
 #include "fence.h"
 #include "floors.h"
+#include "lease.h"
 #include "notifier.h"
 
 #include "fmgr.h"

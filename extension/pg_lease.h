@@ -96,7 +96,7 @@ extern Oid	LeaseFloorsRelid(void);
 extern Oid	LeaseEpochMarkRelid(void);
 
 /*
- * The columns of leases, as row_lock.c returns them in a slot (0-based).
+ * The columns of leases, as lease_row_lock.c returns them in a slot (0-based).
  */
 #define LEASE_COL_NAME			0
 #define LEASE_COL_HOLDER		1
@@ -121,30 +121,6 @@ extern Oid	LeaseEpochMarkRelid(void);
 #define LEASE_EVENT_COL_ROLE		7
 #define LEASE_EVENT_COL_PID			8
 #define LEASE_EVENT_NATTS			9
-
-/* row_lock.c */
-extern TM_Result LeaseLockTid(Relation rel, ItemPointer tid, LockTupleMode mode,
-							  LockWaitPolicy wait, Snapshot snapshot,
-							  TupleTableSlot *slot);
-extern bool LeaseFindRow(text *name, Snapshot snapshot, Relation rel,
-						 TupleTableSlot *slot);
-extern bool LeaseLockRow(text *name, LockTupleMode mode, Snapshot snapshot,
-						 Relation rel, TupleTableSlot *slot);
-
-/* row_write.c: direct writes to leases and lease_events, without SPI */
-extern void LeaseWriteInit(void);
-extern TupleTableSlot *LeaseRowSlot(Relation rel);
-extern void LeaseRowSlotRelease(TupleTableSlot *slot);
-extern bool LeaseInsertEventDirect(Datum *values, bool *nulls);
-
-/* A grant that a change of holder ends (evict.h: how it waits for it). */
-typedef struct LeaseEnding
-{
-	text	   *name;
-	text	   *holder;			/* holder of the grant being ended, or NULL */
-	int64		epoch;			/* its epoch */
-	TimestampTz expires_at;		/* its expiry */
-} LeaseEnding;
 
 /*
  * fence_lock.c: the fence lock of a grant, in the lock manager.  Its tag is
@@ -191,14 +167,6 @@ extern void LeaseCountText(text *name, LeaseCounterKind kind);
 #define LEASE_ERA_LOCKTAG_CLASS		0x4C45
 
 extern int64 LeaseNextEpoch(void);
-
-/* events.c */
-extern void LeaseRecordEvent(const char *event, text *name, text *holder,
-							 int64 epoch, TimestampTz expires_at, int pid);
-
-/* retention.c: pg_lease.event_retention */
-extern void LeaseRetentionInit(void);
-extern void LeasePruneEvents(text *name, const char *name_str);
 
 /* A lease row as the fences keep it (fence.h), and a floor pass its epoch */
 typedef struct LeaseRowState

@@ -21,7 +21,7 @@ int			lease_max_ttl_ms = 24 * 60 * 60 * 1000;
 /* Lease names one role may create (superusers excepted); 0: no limit. */
 int			lease_max_leases_per_role = 10000;
 
-/* How long lease_events keeps a lease's events (s); 0: forever (retention.c). */
+/* How long a lease's events are kept (s); 0: forever (lease_retention.c). */
 int			lease_event_retention_s = 30 * 24 * 60 * 60;
 
 /*

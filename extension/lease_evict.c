@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * evict.c
+ * lease_evict.c
  *	  Ending the backends whose fenced transactions hold up a change of
  *	  holder past pg_lease.takeover_timeout.
  *
@@ -8,12 +8,12 @@
  * running a statement is cancelled first, and terminated if it still holds
  * on LEASE_CANCEL_GRACE_MS later.  Each backend is recorded once: a log
  * line and an evict event with its pid.  The callers decide who is in the
- * way (fence_lock.c asks the lock manager, takeover.c reads a 1.2 row
+ * way (fence_lock.c asks the lock manager, lease_takeover.c reads a 1.2 row
  * lock's xmax); this file only signals and records.
  *
  *-------------------------------------------------------------------------
  */
-#include "evict.h"
+#include "lease.h"
 
 #include <signal.h>
 

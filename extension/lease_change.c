@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * lease.c
+ * lease_change.c
  *	  lease_renew, lease_release, lease_revoke and lease_handover.
  *
  * Each runs as SECURITY DEFINER (ordinary roles cannot write the leases
@@ -17,8 +17,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
-#include "evict.h"
+#include "lease.h"
 #include "fence.h"
 
 #include "utils/builtins.h"

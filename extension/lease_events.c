@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * events.c
+ * lease_events.c
  *	  The lease_events history and NOTIFY pg_lease.
  *
  * Both belong to the transaction that changes the lease, so an event is
@@ -9,7 +9,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "lease.h"
 #include "notifier.h"
 
 #include "catalog/pg_type.h"

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * retention.c
+ * lease_retention.c
  *	  pg_lease.event_retention: deleting a lease's expired history.
  *
  * A lease's events older than the retention are deleted when the lease
@@ -16,7 +16,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "lease.h"
 
 #include "access/xact.h"
 #include "utils/hsearch.h"

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * acquire.c
+ * lease_acquire.c
  *	  lease_acquire: grant a free or expired lease, or say who holds it.
  *
  * Runs as SECURITY DEFINER (ordinary roles cannot write the leases table)
@@ -18,7 +18,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
+#include "lease.h"
 #include "fence.h"
 
 #include "access/htup_details.h"
