@@ -10,7 +10,7 @@
  *-------------------------------------------------------------------------
  */
 #include "lease.h"
-#include "notifier.h"
+#include "notify.h"
 
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"

@@ -29,7 +29,7 @@
 #include "fence.h"
 #include "floors.h"
 #include "lease.h"
-#include "notifier.h"
+#include "notify.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
