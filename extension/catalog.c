@@ -11,6 +11,9 @@
  * drops the cache; invalidations also reach lease_row_write.c's cache of the
  * tables' indexes.
  *
+ * Twins of the caller's role: lease_sql_caller and
+ * lease_sql_caller_is_superuser in sql/sql_edition/30_epochs.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"

@@ -6,6 +6,8 @@
  * Deliberately plain C with no server headers: the server calls it from
  * the setting's check hook, and the fuzzer links it alone.
  *
+ * Twin: lease_sql_setting_epochs in sql/sql_edition/60_fence.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "epoch_list.h"

@@ -24,6 +24,11 @@
  * holders the lock manager names are ended (lease_evict.c), and if they still
  * hold on LEASE_EVICT_BOUND_MS later, the change of holder fails (55P03).
  *
+ * Twins: lease_sql_lock_exclusive and lease_sql_lock_for_change in
+ * sql/sql_edition/40_fence_lock.sql (the exclusive side); the shared side in
+ * lease_use and lease_fence_trigger of 60_fence.sql, on the key of
+ * lease_sql_fence_key (10_base.sql).
+ *
  *-------------------------------------------------------------------------
  */
 #include "fence.h"

@@ -5,6 +5,8 @@
  *	  dump, as like as not, whose refusals (fence_trigger.c, floors_fence.c)
  *	  then say how a dump is restored (LEASE_FENCE_RESTORE_HINT, fence.h).
  *
+ * Twin: lease_sql_copy_hint in sql/sql_edition/60_fence.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "fence.h"

@@ -8,6 +8,8 @@
  * once, so the transaction is ordered before any change of holder from
  * here on.
  *
+ * Twin: lease_use in sql/sql_edition/60_fence.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "fence.h"

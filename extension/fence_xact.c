@@ -14,6 +14,9 @@
  * (xact_memo.c): a rolled-back subtransaction takes its tokens with it, and
  * its locks too, so its entries go.
  *
+ * Twin: the tokens of sql/sql_edition/60_fence.sql, kept in a
+ * transaction-local setting (lease_use, lease_sql_fence_check).
+ *
  *-------------------------------------------------------------------------
  */
 #include "fence.h"

@@ -28,6 +28,10 @@
  * holds a higher one up at most pg_lease.takeover_timeout.  Two
  * transactions of the same leader never end each other.
  *
+ * Twins: lease_store_id, lease_sql_floor_write, lease_sql_floor_raise,
+ * lease_sql_floor_hold and lease_sql_floor_end_lower in
+ * sql/sql_edition/70_floors.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "floors.h"

@@ -20,6 +20,10 @@
  * Expiry cannot be known here, so there is no LS002: a paused leader is
  * shut out once its successor raised the floor.
  *
+ * Twins: lease_sql_floor_check and lease_raise in
+ * sql/sql_edition/70_floors.sql, and the downstream branch of
+ * lease_fence_trigger in 60_fence.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "floors.h"

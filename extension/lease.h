@@ -22,11 +22,16 @@
 #include "pg_lease.h"
 
 #include "access/htup.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "nodes/execnodes.h"
+#include "nodes/lockoptions.h"
 #include "portability/instr_time.h"
 #include "storage/itemptr.h"
 #include "storage/proc.h"
+#include "utils/relcache.h"
+#include "utils/snapshot.h"
 
 /* lease_row.c: a lease row as the lease functions read, lock and change it */
 typedef struct LeaseRow

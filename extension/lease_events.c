@@ -7,6 +7,10 @@
  * recorded, and a notification delivered, exactly when the change commits
  * (notify_queue.c decides who sends it).
  *
+ * Twins: lease_sql_record_event in sql/sql_edition/20_history.sql (the
+ * same rows and payload, NOTIFY sent by the changing transaction); the test
+ * double's store_state::notify in client/src/testing/lease_store.cpp.
+ *
  *-------------------------------------------------------------------------
  */
 #include "lease.h"

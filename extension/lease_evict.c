@@ -11,6 +11,9 @@
  * way (fence_lock.c asks the lock manager, lease_takeover.c reads a 1.2 row
  * lock's xmax); this file only signals and records.
  *
+ * Twin: lease_sql_lock_exclusive in sql/sql_edition/40_fence_lock.sql,
+ * which ends the writers in its way by the same rules.
+ *
  *-------------------------------------------------------------------------
  */
 #include "lease.h"

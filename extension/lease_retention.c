@@ -14,6 +14,9 @@
  * its transaction or subtransaction would break that, so a rollback after
  * a prune makes the session forget every lease it pruned.
  *
+ * Twin: the prune in lease_sql_record_event (sql/sql_edition/20_history.sql),
+ * which deletes a lease's expired events at each of its events.
+ *
  *-------------------------------------------------------------------------
  */
 #include "lease.h"

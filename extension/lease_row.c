@@ -17,6 +17,12 @@
  * transaction, so nothing they grant is acknowledged before it is durable
  * (but a release: LeaseBeginRelease).
  *
+ * Twins (the same rules, kept equal by tests/contract/cases.json through the
+ * functions that call these): lease_sql_grant_of_record, lease_sql_check_role,
+ * lease_sql_grant_new_epoch and lease_sql_free in
+ * sql/sql_edition/50_grants.sql, lease_sql_durable in 30_epochs.sql;
+ * store_state::valid and store_state::grant in client/src/testing/.
+ *
  *-------------------------------------------------------------------------
  */
 #include "lease.h"

@@ -1,7 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * pg_lease.h
- *	  Declarations shared by the pg_lease extension's source files.
+ *	  The base every family of files stands on: what they all share (our
+ *	  SQLSTATEs, the epoch layout, the tables' columns, the lock tag classes)
+ *	  and the files they all call: settings.c (pg_lease.* parameters),
+ *	  catalog.c (the extension's objects and prepared statements), shmem.c
+ *	  (shared memory, when preloaded), counters.c, epoch.c (fencing tokens)
+ *	  and xact_memo.c (what a transaction remembers, by savepoint).
+ *
+ * Above it, one header per family: lease.h (lease_*.c: the lease functions
+ * and the rows they write), fence.h (fence_*.c: the fence trigger and its
+ * locks), floors.h (floors*.c: downstream fences), notify.h (notify*.c,
+ * notifier.c: NOTIFY off the commit path).  Beside it: pg_compat.h (the
+ * differences between PostgreSQL majors), validate.h (argument checks),
+ * epoch_list.h (pg_lease.epoch's parser, free of server headers).
  *
  * A lease is a row of the leases table; its epoch is the fencing token of the
  * latest grant.  Functions that change leases run as SECURITY DEFINER with a
@@ -16,14 +28,9 @@
 #include "postgres.h"
 #include "pg_compat.h"
 
+#include "access/xact.h"
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
-#include "access/tableam.h"
-#include "access/xact.h"
-#include "executor/tuptable.h"
-#include "nodes/lockoptions.h"
-#include "utils/relcache.h"
-#include "utils/snapshot.h"
 
 /* Fenced write rejected: a newer epoch was granted (stale leader). */
 #define ERRCODE_LEASE_STALE_EPOCH	MAKE_SQLSTATE('L','S','0','0','1')
@@ -46,7 +53,49 @@
 #define LEASE_EPOCH_COUNTER_MAX		((INT64CONST(1) << LEASE_EPOCH_COUNTER_BITS) - 1)
 #define LEASE_EPOCH_TIMELINE_MAX	0xFFFF
 
-/* settings.c */
+/*
+ * The columns of leases, as lease_row_lock.c returns them in a slot
+ * (0-based).
+ */
+#define LEASE_COL_NAME			0
+#define LEASE_COL_HOLDER		1
+#define LEASE_COL_EPOCH			2
+#define LEASE_COL_ACQUIRED_AT	3
+#define LEASE_COL_RENEWED_AT	4
+#define LEASE_COL_EXPIRES_AT	5
+#define LEASE_COL_TTL			6
+#define LEASE_COL_TRANSITIONS	7
+#define LEASE_COL_OWNER_ROLE	8
+#define LEASE_COL_LOCK_DELAY	9	/* 1.1; absent from a 1.0 schema */
+#define LEASE_NATTS				10
+
+/* The columns of lease_events (1.1 and later). */
+#define LEASE_EVENT_COL_ID			0
+#define LEASE_EVENT_COL_TIME		1
+#define LEASE_EVENT_COL_EVENT		2
+#define LEASE_EVENT_COL_NAME		3
+#define LEASE_EVENT_COL_HOLDER		4
+#define LEASE_EVENT_COL_EPOCH		5
+#define LEASE_EVENT_COL_EXPIRES_AT	6
+#define LEASE_EVENT_COL_ROLE		7
+#define LEASE_EVENT_COL_PID			8
+#define LEASE_EVENT_NATTS			9
+
+/*
+ * Lock tag classes: our locks are advisory tags (database, two 32-bit keys)
+ * whose fourth field is one of these; pg_advisory_lock uses 1 and 2.
+ *   - the fence lock of a grant (fence_lock.c), keyed by the epoch's high
+ *     and low bits: "LS";
+ *   - the floor lock of a token downstream (floors.c), keyed by a 64-bit
+ *     hash of (store, name, epoch): "LF";
+ *   - the lock that serializes moves of the epoch mark (epoch.c), keys 0
+ *     and 0: "LE".
+ */
+#define LEASE_LOCKTAG_CLASS			0x4C53
+#define LEASE_FLOOR_LOCKTAG_CLASS	0x4C46
+#define LEASE_ERA_LOCKTAG_CLASS		0x4C45
+
+/* settings.c: the pg_lease.* parameters */
 typedef struct LeaseEpochList
 {
 	int			count;
@@ -95,43 +144,6 @@ extern Oid	LeaseUpgradesRelid(void);
 extern Oid	LeaseFloorsRelid(void);
 extern Oid	LeaseEpochMarkRelid(void);
 
-/*
- * The columns of leases, as lease_row_lock.c returns them in a slot (0-based).
- */
-#define LEASE_COL_NAME			0
-#define LEASE_COL_HOLDER		1
-#define LEASE_COL_EPOCH			2
-#define LEASE_COL_ACQUIRED_AT	3
-#define LEASE_COL_RENEWED_AT	4
-#define LEASE_COL_EXPIRES_AT	5
-#define LEASE_COL_TTL			6
-#define LEASE_COL_TRANSITIONS	7
-#define LEASE_COL_OWNER_ROLE	8
-#define LEASE_COL_LOCK_DELAY	9	/* 1.1; absent from a 1.0 schema */
-#define LEASE_NATTS				10
-
-/* The columns of lease_events (1.1 and later). */
-#define LEASE_EVENT_COL_ID			0
-#define LEASE_EVENT_COL_TIME		1
-#define LEASE_EVENT_COL_EVENT		2
-#define LEASE_EVENT_COL_NAME		3
-#define LEASE_EVENT_COL_HOLDER		4
-#define LEASE_EVENT_COL_EPOCH		5
-#define LEASE_EVENT_COL_EXPIRES_AT	6
-#define LEASE_EVENT_COL_ROLE		7
-#define LEASE_EVENT_COL_PID			8
-#define LEASE_EVENT_NATTS			9
-
-/*
- * fence_lock.c: the fence lock of a grant, in the lock manager.  Its tag is
- * an advisory tag (database, epoch high and low bits) whose fourth field is
- * this class; pg_advisory_lock uses 1 and 2.  0x4C53 is "LS".
- */
-#define LEASE_LOCKTAG_CLASS		0x4C53
-/* floors.c: floor locks are advisory tags too ("LF"), named by a hash */
-#define LEASE_FLOOR_LOCKTAG_CLASS	0x4C46
-
-
 /* shmem.c: the parts of pg_lease in shared memory (when preloaded) */
 typedef struct LeaseShmemPart
 {
@@ -163,9 +175,7 @@ extern void LeaseCountersInit(void);
 extern void LeaseCount(const char *name, int len, LeaseCounterKind kind);
 extern void LeaseCountText(text *name, LeaseCounterKind kind);
 
-/* epoch.c; the lock that serializes moves of the epoch mark ("LE") */
-#define LEASE_ERA_LOCKTAG_CLASS		0x4C45
-
+/* epoch.c: the next epoch, drawn under the lease row's lock */
 extern int64 LeaseNextEpoch(void);
 
 /* A lease row as the fences keep it (fence.h), and a floor pass its epoch */

@@ -6,6 +6,9 @@
  * pg_lease.epoch is parsed once, when it is set, into a list of epochs that
  * the fence trigger reads without any further parsing.
  *
+ * Twins: lease_sql_settings, lease_sql_setting and lease_sql_setting_ms in
+ * sql/sql_edition/10_base.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
