@@ -9,10 +9,11 @@ test double, the command, the command's core library), checked apart.
 
 Files.  The group's sources, named as their object files under OBJDIR
 (*.o; CMake names its objects after their sources: a/b.cpp.o), read from
-SRCDIR (default OBJDIR), and the headers of the project they include: an
-`#include "x"` is looked up in the including file's folder, then in each
-INCDIR, as the compiler does; a name found in none of them (a system or
-PostgreSQL header, another group's) is no file of the group.  A header and
+SRCDIR (default OBJDIR; an object whose source is not there is left out),
+and the headers of the project they include: an `#include "x"` is looked
+up in the including file's folder, then in each INCDIR, as the compiler
+does; a name found in none of them (a system or PostgreSQL header, another
+group's) is no file of the group.  A header and
 a source of the same name in one folder (floors.h beside floors.c) are one
 file: the header declares what the source defines.
 
@@ -242,12 +243,15 @@ class Group:
 
 def check(name, objdir, srcdir, incdirs, layered):
     """Prints the group; returns (circles, arrows back up, floors), or None."""
-    objs = list(objects(objdir))
+    srcdir = srcdir or objdir
+    # an object whose source is gone (a renamed file's, left behind) is none
+    objs = [o for o in objects(objdir)
+            if os.path.isfile(os.path.join(srcdir, source_name(o, objdir)))]
     if not objs:
-        print(f"{name}: no object files under {objdir} (build first)")
+        print(f"{name}: no object files of sources in {srcdir} under {objdir} (build first)")
         return None
     files = {source_name(o, objdir): syms for o, syms in symbols(objs).items()}
-    group = Group(files, includes(files, srcdir or objdir, incdirs))
+    group = Group(files, includes(files, srcdir, incdirs))
     found, back, floor = group.circles(), group.back_up(), group.floors()
     uses = sum(len(v) for v in group.uses.values())
     incs = sum(len(v) for v in group.inc.values())
