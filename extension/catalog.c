@@ -8,8 +8,11 @@
  * them is schema-qualified, operators included, so a caller's search_path
  * can neither redirect them nor force a replan onto other objects.  A
  * relcache invalidation of the leases table (DROP EXTENSION, ALTER ... OWNER)
- * drops the cache; invalidations also reach row_write.c's cache of the
+ * drops the cache; invalidations also reach lease_row_write.c's cache of the
  * tables' indexes.
+ *
+ * Twins of the caller's role: lease_sql_caller and
+ * lease_sql_caller_is_superuser in sql/sql_edition/30_epochs.sql.
  *
  *-------------------------------------------------------------------------
  */

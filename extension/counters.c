@@ -13,6 +13,10 @@
  * (pg_lease.max_counted_leases) is not counted.  Nothing on the fence's
  * passing path touches them.
  *
+ * Twins: lease_counters_snapshot and lease_counters_reset in
+ * sql/sql_edition/80_counters.sql, which count from lease_events (no
+ * renewals, no rejections: they leave no row).
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"

@@ -27,6 +27,9 @@
  * only when it changes, in the grant's own transaction.  Callers draw an
  * epoch only while they hold the lease row's lock.
  *
+ * Twins: lease_sql_next_epoch and lease_sql_timeline in
+ * sql/sql_edition/30_epochs.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"

@@ -6,6 +6,8 @@
  * Deliberately plain C with no server headers: the server calls it from
  * the setting's check hook, and the fuzzer links it alone.
  *
+ * Twin: lease_sql_setting_epochs in sql/sql_edition/60_fence.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "epoch_list.h"
@@ -62,10 +64,10 @@ LeaseParseEpochList(const char *text, int64_t *epochs, int max,
 }
 
 /*
- * The token a list stands for, for both fences (fence.c, fence_downstream.c):
- * the listed epoch that is the lease's current one (its grant, or its
- * floor downstream), else the largest listed, which is then refused but
- * named in the message.
+ * The token a list stands for, for both fences (fence_trigger.c,
+ * floors_fence.c): the listed epoch that is the lease's current one (its
+ * grant, or its floor downstream), else the largest listed, which is then
+ * refused but named in the message.
  */
 bool
 LeaseEpochListed(const int64_t *epochs, int count, int64_t epoch)

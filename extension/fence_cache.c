@@ -34,7 +34,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "fence.h"
 
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -117,7 +117,7 @@ LeaseGrantSlot(const char *name, size_t len)
 }
 
 static void
-LeaseGrantCacheXactCallback(XactEvent event, void *arg)
+FenceCacheXactCallback(XactEvent event, void *arg)
 {
 	int			word;
 
@@ -150,7 +150,7 @@ LeaseGrantCacheXactCallback(XactEvent event, void *arg)
 }
 
 static void
-LeaseGrantCacheRelcacheCallback(Datum arg, Oid relid)
+FenceCacheRelcacheCallback(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == kept_rows_table)
 		kept_rows_stale = true;
@@ -158,10 +158,10 @@ LeaseGrantCacheRelcacheCallback(Datum arg, Oid relid)
 
 /* From _PG_init. */
 void
-LeaseGrantCacheInit(void)
+LeaseFenceCacheInit(void)
 {
-	RegisterXactCallback(LeaseGrantCacheXactCallback, NULL);
-	CacheRegisterRelcacheCallback(LeaseGrantCacheRelcacheCallback, (Datum) 0);
+	RegisterXactCallback(FenceCacheXactCallback, NULL);
+	CacheRegisterRelcacheCallback(FenceCacheRelcacheCallback, (Datum) 0);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	LeaseShmemRegister(&grant_counters_part);
@@ -172,7 +172,7 @@ LeaseGrantCacheInit(void)
  * functions have it): bump its counter when it commits.
  */
 void
-LeaseGrantChanged(text *name)
+LeaseFenceGrantChanged(text *name)
 {
 	uint32		slot;
 
@@ -211,10 +211,10 @@ LeaseKeptRows(void)
 
 /*
  * The counter that a row of lease name read from now on is kept with, for
- * LeaseGrantCacheStore; read before the row is.
+ * LeaseFenceCacheStore; read before the row is.
  */
 uint64
-LeaseGrantCacheStamp(const char *name)
+LeaseFenceCacheStamp(const char *name)
 {
 	if (grant_counters == NULL)
 		return 0;
@@ -228,7 +228,7 @@ LeaseGrantCacheStamp(const char *name)
  * taken in first (a COMMIT PREPARED's, see above).
  */
 bool
-LeaseGrantCacheLookup(const char *name, int64 epoch, LeaseRowState *state)
+LeaseFenceCacheLookup(const char *name, int64 epoch, LeaseRowState *state)
 {
 	LeaseKeptRow *kept;
 	uint32		hash;
@@ -249,7 +249,7 @@ LeaseGrantCacheLookup(const char *name, int64 epoch, LeaseRowState *state)
 
 /* Keep the row of lease name, read after stamp was taken. */
 void
-LeaseGrantCacheStore(const char *name, const LeaseRowState *state, uint64 stamp)
+LeaseFenceCacheStore(const char *name, const LeaseRowState *state, uint64 stamp)
 {
 	LeaseKeptRow *kept;
 

@@ -21,12 +21,18 @@
  * A change of holder waits in the lock's queue, so new writers queue
  * behind it and cannot starve it, and PostgreSQL's deadlock detector sees
  * the wait.  The wait is bounded by pg_lease.takeover_timeout; then the
- * holders the lock manager names are ended (evict.c), and if they still
+ * holders the lock manager names are ended (lease_evict.c), and if they still
  * hold on LEASE_EVICT_BOUND_MS later, the change of holder fails (55P03).
+ *
+ * Twins: lease_sql_lock_exclusive and lease_sql_lock_for_change in
+ * sql/sql_edition/40_fence_lock.sql (the exclusive side); the shared side in
+ * lease_use and lease_fence_trigger of 60_fence.sql, on the key of
+ * lease_sql_fence_key (10_base.sql).
  *
  *-------------------------------------------------------------------------
  */
-#include "evict.h"
+#include "fence.h"
+#include "lease.h"
 
 #include "access/xact.h"
 #include "lib/stringinfo.h"
@@ -188,7 +194,7 @@ FenceLockEvictHolders(LeaseTakeover *takeover, const LOCKTAG *tag, double now_ms
  * caller says in an error context what the lock is for.
  */
 void
-LeaseLockTagExclusive(LeaseTakeover *takeover, const LOCKTAG *tag)
+LeaseFenceLockTagExclusive(LeaseTakeover *takeover, const LOCKTAG *tag)
 {
 	StringInfoData who;
 	double		waited_ms;
@@ -237,6 +243,6 @@ LeaseFenceLockExclusive(LeaseTakeover *takeover)
 	callback.arg = &context;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	LeaseLockTagExclusive(takeover, &tag);
+	LeaseFenceLockTagExclusive(takeover, &tag);
 	error_context_stack = callback.previous;
 }

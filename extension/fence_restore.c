@@ -2,12 +2,14 @@
  *
  * fence_restore.c
  *	  Whether a fenced write is part of a COPY FROM: a data-only restore of a
- *	  dump, as like as not, whose refusals (fence.c, fence_downstream.c) then
- *	  say how a dump is restored (LEASE_FENCE_RESTORE_HINT).
+ *	  dump, as like as not, whose refusals (fence_trigger.c, floors_fence.c)
+ *	  then say how a dump is restored (LEASE_FENCE_RESTORE_HINT, fence.h).
+ *
+ * Twin: lease_sql_copy_hint in sql/sql_edition/60_fence.sql.
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "fence.h"
 
 #include "tcop/pquery.h"
 

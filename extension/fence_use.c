@@ -3,13 +3,16 @@
  * fence_use.c
  *	  lease_use: the token a transaction declares for a lease's fence.
  *
- * The fence trigger (fence.c) reads the declaration; a declaration of this
- * database's current grant also takes the grant's fence lock at once, so
- * the transaction is ordered before any change of holder from here on.
+ * The fence trigger (fence_trigger.c) reads the declaration; a declaration
+ * of this database's current grant also takes the grant's fence lock at
+ * once, so the transaction is ordered before any change of holder from
+ * here on.
+ *
+ * Twin: lease_use in sql/sql_edition/60_fence.sql.
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "fence.h"
 
 #include "access/xact.h"
 #include "utils/builtins.h"
@@ -35,7 +38,7 @@ lease_use(PG_FUNCTION_ARGS)
 	WarnNoTransactionBlock(true, "lease_use()");
 	LeaseCatalogEnsure(fcinfo->flinfo->fn_oid);
 	str = text_to_cstring(name);
-	LeaseDeclareToken(str, epoch);
+	LeaseFenceDeclareToken(str, epoch);
 	/*
 	 * A fenced transaction from here on: the grant's fence lock, at once,
 	 * when the token is this database's grant of the lease.  A token of
@@ -45,7 +48,7 @@ lease_use(PG_FUNCTION_ARGS)
 	 * local grant (SPEC "Changes in 1.5").  A token not yet granted here is
 	 * locked by the trigger at its first write.
 	 */
-	if (LeaseLockedGrant(str) == NULL && LeasePeekRow(str, &row) && row.epoch == epoch)
-		(void) LeaseLockGrantShared(str, epoch);
+	if (LeaseFenceLockedGrant(str) == NULL && LeaseFencePeekRow(str, &row) && row.epoch == epoch)
+		(void) LeaseFenceLockGrantShared(str, epoch);
 	PG_RETURN_VOID();
 }

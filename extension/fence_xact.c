@@ -10,130 +10,79 @@
  * kept here (and across transactions while the row does not change:
  * fence_cache.c).  Only the clock is looked at again for each further row.
  * Lease functions called in the same transaction forget the row they
- * change.  Entries remember the subtransaction that made them: a
- * rolled-back subtransaction takes its tokens with it, and its locks too,
- * so its entries go.
+ * change.  Entries remember the subtransaction that made them
+ * (xact_memo.c): a rolled-back subtransaction takes its tokens with it, and
+ * its locks too, so its entries go.
+ *
+ * Twin: the tokens of sql/sql_edition/60_fence.sql, kept in a
+ * transaction-local setting (lease_use, lease_sql_fence_check).
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "fence.h"
+#include "lease.h"
 
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-typedef struct LeaseXactEntry
-{
-	struct LeaseXactEntry *next;
-	SubTransactionId subid;
-	LeaseRowState state;		/* for tokens only state.epoch is used */
-	char		name[FLEXIBLE_ARRAY_MEMBER];
-} LeaseXactEntry;
-
 /* Both lists live in TopTransactionContext and die with the transaction. */
-static LeaseXactEntry *declared_tokens = NULL;
-static LeaseXactEntry *locked_rows = NULL;
-/* floors (fence_floors.c) passed: name is the store, a NUL, then the lease name */
-static LeaseXactEntry *floor_passes = NULL;
+static LeaseXactMemo *declared_tokens = NULL;
+static LeaseXactMemo *locked_rows = NULL;
 
-static LeaseXactEntry *
-EntryFind(LeaseXactEntry *list, const char *name)
+static LeaseXactMemo *
+EntryFind(LeaseXactMemo *list, const char *name)
 {
 	for (; list != NULL; list = list->next)
-		if (strcmp(list->name, name) == 0)
+		if (strcmp(list->key, name) == 0)
 			return list;
 	return NULL;
 }
 
-static LeaseXactEntry *
-EntryPush(LeaseXactEntry **list, const char *name)
+static LeaseXactMemo *
+EntryPush(LeaseXactMemo **list, const char *name)
 {
 	size_t		len = strlen(name);
-	LeaseXactEntry *entry;
+	LeaseXactMemo *entry = LeaseXactMemoPush(list, len + 1);
 
-	entry = MemoryContextAllocZero(TopTransactionContext,
-								   offsetof(LeaseXactEntry, name) + len + 1);
-	memcpy(entry->name, name, len + 1);
-	entry->subid = GetCurrentSubTransactionId();
-	entry->next = *list;
-	*list = entry;
+	memcpy(entry->key, name, len + 1);
 	return entry;
 }
 
-/* Remove the entries that match name (any name when NULL) or subid. */
+/* Remove the entries of name. */
 static void
-EntriesRemove(LeaseXactEntry **list, const char *name, SubTransactionId subid)
+EntriesRemove(LeaseXactMemo **list, const char *name)
 {
 	while (*list != NULL)
 	{
-		LeaseXactEntry *entry = *list;
-
-		if ((name != NULL && strcmp(entry->name, name) == 0) ||
-			(name == NULL && entry->subid == subid))
-		{
-			*list = entry->next;
-			pfree(entry);
-		}
+		if (strcmp((*list)->key, name) == 0)
+			LeaseXactMemoDrop(list);
 		else
-			list = &entry->next;
+			list = &(*list)->next;
 	}
-}
-
-static void
-EntriesReparent(LeaseXactEntry *list, SubTransactionId subid, SubTransactionId parent)
-{
-	for (; list != NULL; list = list->next)
-		if (list->subid == subid)
-			list->subid = parent;
 }
 
 static void
 LeaseXactCallback(XactEvent event, void *arg)
 {
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			declared_tokens = NULL;
-			locked_rows = NULL;
-			floor_passes = NULL;
-			break;
-		default:
-			break;
-	}
+	LeaseXactMemoAtEnd(&declared_tokens, event);
+	LeaseXactMemoAtEnd(&locked_rows, event);
 }
 
 static void
 LeaseSubXactCallback(SubXactEvent event, SubTransactionId subid,
 					 SubTransactionId parent, void *arg)
 {
-	switch (event)
-	{
-		case SUBXACT_EVENT_ABORT_SUB:
-			EntriesRemove(&declared_tokens, NULL, subid);
-			EntriesRemove(&locked_rows, NULL, subid);
-			EntriesRemove(&floor_passes, NULL, subid);
-			break;
-		case SUBXACT_EVENT_COMMIT_SUB:
-			EntriesReparent(declared_tokens, subid, parent);
-			EntriesReparent(locked_rows, subid, parent);
-			EntriesReparent(floor_passes, subid, parent);
-			break;
-		default:
-			break;
-	}
+	LeaseXactMemoAtSubEnd(&declared_tokens, event, subid, parent);
+	LeaseXactMemoAtSubEnd(&locked_rows, event, subid, parent);
 }
 
 void
-LeaseXactStateInit(void)
+LeaseFenceXactInit(void)
 {
 	RegisterXactCallback(LeaseXactCallback, NULL);
 	RegisterSubXactCallback(LeaseSubXactCallback, NULL);
@@ -141,15 +90,15 @@ LeaseXactStateInit(void)
 
 /* lease_use: the newest declaration for a lease wins. */
 void
-LeaseDeclareToken(const char *name, int64 epoch)
+LeaseFenceDeclareToken(const char *name, int64 epoch)
 {
 	EntryPush(&declared_tokens, name)->state.epoch = epoch;
 }
 
 bool
-LeaseDeclaredToken(const char *name, int64 *epoch)
+LeaseFenceDeclaredToken(const char *name, int64 *epoch)
 {
-	LeaseXactEntry *entry = EntryFind(declared_tokens, name);
+	LeaseXactMemo *entry = EntryFind(declared_tokens, name);
 
 	if (entry == NULL)
 		return false;
@@ -160,7 +109,7 @@ LeaseDeclaredToken(const char *name, int64 *epoch)
 /*
  * Read the newest committed version of the lease row, whatever the
  * transaction's isolation level; with key_share, key-share-lock it as 1.2
- * did (compat.c).  False if there is none.
+ * did (fence_compat.c).  False if there is none.
  */
 static bool
 ReadRowLatest(const char *name, bool key_share, LeaseRowState *state)
@@ -196,31 +145,31 @@ ReadRowLatest(const char *name, bool key_share, LeaseRowState *state)
  * rest of the transaction only when epoch is its grant (then nobody else
  * can change its holder or epoch); a row of another grant is returned but
  * not kept, as the caller refuses the write.  The lookup goes straight to
- * the table (row_lock.c), so no privilege on leases is needed.  The caller
- * has validated the catalog cache.
+ * the table (lease_row_lock.c), so no privilege on leases is needed.  The
+ * caller has validated the catalog cache.
  */
 const LeaseRowState *
-LeaseLockGrantShared(const char *name, int64 epoch)
+LeaseFenceLockGrantShared(const char *name, int64 epoch)
 {
 	static LeaseRowState other_grant;
-	LeaseXactEntry *entry = EntryFind(locked_rows, name);
+	LeaseXactMemo *entry = EntryFind(locked_rows, name);
 	LeaseRowState state;
 	bool		row_lock = LeaseFenceRowLockNeeded();
 
 	if (entry != NULL)
 		return &entry->state;
-	/* 1.2 backends may be running: the row lock too, and first (compat.c) */
+	/* 1.2 backends may run: the row lock too, and first (fence_compat.c) */
 	if (row_lock && !ReadRowLatest(name, true, &state))
 		return NULL;
 	LeaseFenceLockShare(name, epoch);
-	if (!row_lock && !LeaseGrantCacheLookup(name, epoch, &state))
+	if (!row_lock && !LeaseFenceCacheLookup(name, epoch, &state))
 	{
-		uint64		stamp = LeaseGrantCacheStamp(name);
+		uint64		stamp = LeaseFenceCacheStamp(name);
 
 		if (!ReadRowLatest(name, false, &state))
 			return NULL;
 		if (state.epoch == epoch)
-			LeaseGrantCacheStore(name, &state, stamp);
+			LeaseFenceCacheStore(name, &state, stamp);
 	}
 	if (state.epoch != epoch)
 	{
@@ -234,16 +183,16 @@ LeaseLockGrantShared(const char *name, int64 epoch)
 
 /* The newest committed lease row, unlocked; false if there is none. */
 bool
-LeasePeekRow(const char *name, LeaseRowState *state)
+LeaseFencePeekRow(const char *name, LeaseRowState *state)
 {
 	return ReadRowLatest(name, false, state);
 }
 
 /* The row kept for the transaction, if any: its fence lock is held. */
 const LeaseRowState *
-LeaseLockedGrant(const char *name)
+LeaseFenceLockedGrant(const char *name)
 {
-	LeaseXactEntry *entry = EntryFind(locked_rows, name);
+	LeaseXactMemo *entry = EntryFind(locked_rows, name);
 
 	return entry != NULL ? &entry->state : NULL;
 }
@@ -255,15 +204,15 @@ LeaseLockedGrant(const char *name)
  * lease functions, which forget the row.
  */
 const LeaseRowState *
-LeaseRefreshRow(const char *name)
+LeaseFenceRefreshRow(const char *name)
 {
-	LeaseXactEntry *entry = EntryFind(locked_rows, name);
+	LeaseXactMemo *entry = EntryFind(locked_rows, name);
 
 	if (entry == NULL)
 		return NULL;
 	if (!ReadRowLatest(name, LeaseFenceRowLockNeeded(), &entry->state))
 	{
-		LeaseForgetRow(name);
+		LeaseFenceForgetRow(name);
 		return NULL;
 	}
 	return &entry->state;
@@ -271,90 +220,20 @@ LeaseRefreshRow(const char *name)
 
 /* A lease function changed this row: look it up again next time. */
 void
-LeaseForgetRow(const char *name)
+LeaseFenceForgetRow(const char *name)
 {
-	EntriesRemove(&locked_rows, name, InvalidSubTransactionId);
+	EntriesRemove(&locked_rows, name);
 }
 
-/* LeaseForgetRow for a name as text; nothing to do when no row is kept. */
+/* LeaseFenceForgetRow of a text name; nothing to do when no row is kept. */
 void
-LeaseForgetRowText(text *name)
+LeaseFenceForgetRowText(text *name)
 {
 	char	   *str;
 
 	if (locked_rows == NULL)
 		return;
 	str = text_to_cstring(name);
-	LeaseForgetRow(str);
+	LeaseFenceForgetRow(str);
 	pfree(str);
-}
-
-static LeaseXactEntry **
-FloorPassFind(const LeaseFloorKey *key)
-{
-	LeaseXactEntry **link;
-
-	for (link = &floor_passes; *link != NULL; link = &(*link)->next)
-	{
-		const char *store = (*link)->name;
-
-		if (strcmp(store, key->store) == 0 &&
-			strcmp(store + strlen(store) + 1, key->name) == 0)
-			return link;
-	}
-	return NULL;
-}
-
-/*
- * Whether a write of this transaction passed the floor of key with token
- * epoch: it holds the token's floor lock, so no raise above it can commit
- * before this transaction ends, and further rows need no look.
- */
-bool
-LeaseFloorPassed(const LeaseFloorKey *key, int64 epoch)
-{
-	LeaseXactEntry **link = FloorPassFind(key);
-
-	return link != NULL && (*link)->state.epoch == epoch;
-}
-
-/* The token a write of this transaction passed the floor of key with; 0 if none. */
-int64
-LeaseFloorPassedEpoch(const LeaseFloorKey *key)
-{
-	LeaseXactEntry **link = FloorPassFind(key);
-
-	return link != NULL ? (*link)->state.epoch : 0;
-}
-
-void
-LeaseFloorKeep(const LeaseFloorKey *key, int64 epoch)
-{
-	size_t		store_len = strlen(key->store);
-	size_t		name_len = strlen(key->name);
-	LeaseXactEntry *entry;
-
-	LeaseFloorForget(key);
-	entry = MemoryContextAllocZero(TopTransactionContext,
-								   offsetof(LeaseXactEntry, name) + store_len + name_len + 2);
-	memcpy(entry->name, key->store, store_len + 1);
-	memcpy(entry->name + store_len + 1, key->name, name_len + 1);
-	entry->subid = GetCurrentSubTransactionId();
-	entry->state.epoch = epoch;
-	entry->next = floor_passes;
-	floor_passes = entry;
-}
-
-void
-LeaseFloorForget(const LeaseFloorKey *key)
-{
-	LeaseXactEntry **link = FloorPassFind(key);
-
-	if (link != NULL)
-	{
-		LeaseXactEntry *entry = *link;
-
-		*link = entry->next;
-		pfree(entry);
-	}
 }

@@ -12,15 +12,21 @@
  * change of holder or epoch, taken at once when nobody is in the way, else
  * after the weaker one.  A change of holder also locks the grant it ends
  * exclusively in the lock manager, which waits for that grant's fenced
- * writers (fence_lock.c; takeover.c for writers that still lock the row, as
- * 1.2 did).  Functions that write raise synchronous_commit for their
+ * writers (fence_lock.c; lease_takeover.c for writers that still lock the row,
+ * as 1.2 did).  Functions that write raise synchronous_commit for their
  * transaction, so nothing they grant is acknowledged before it is durable
  * (but a release: LeaseBeginRelease).
  *
+ * Twins (the same rules, kept equal by tests/contract/cases.json through the
+ * functions that call these): lease_sql_grant_of_record, lease_sql_check_role,
+ * lease_sql_grant_new_epoch and lease_sql_free in
+ * sql/sql_edition/50_grants.sql, lease_sql_durable in 30_epochs.sql;
+ * store_state::valid and store_state::grant in client/src/testing/.
+ *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
-#include "evict.h"
+#include "lease.h"
+#include "fence.h"
 
 #include "access/table.h"
 #include "access/tableam.h"
@@ -70,7 +76,7 @@ LeaseBeginRelease(FunctionCallInfo fcinfo)
 void
 LeaseEnd(text *name)
 {
-	LeaseForgetRowText(name);
+	LeaseFenceForgetRowText(name);
 }
 
 /*
@@ -133,7 +139,8 @@ LeaseFindForLock(text *name, LeaseRow *row)
  * writer, no renewal in progress): one lock, and one WAL record, where the
  * upgrade costs two.  Otherwise it takes FOR NO KEY UPDATE, and
  * LeaseLockForChange upgrades, waiting for the fenced writers within
- * pg_lease.takeover_timeout (takeover.c needs the weaker lock held first).
+ * pg_lease.takeover_timeout (lease_takeover.c needs the weaker lock held
+ * first).
  *
  * A single conditional UPDATE would not do: when it waits behind another
  * lock and the row is not updated meanwhile, PostgreSQL does not
@@ -168,7 +175,7 @@ LeaseLockFound(LeaseRow *row, LeaseLockIntent intent)
  * Before a change of holder or epoch: lock the grant that ends exclusively
  * in the lock manager (fence_lock.c), and make sure the row is locked FOR
  * UPDATE (upgrading the FOR NO KEY UPDATE lock LeaseLockFound took, for
- * fenced writers of 1.2's kind: takeover.c).  Both wait for the fenced
+ * fenced writers of 1.2's kind: lease_takeover.c).  Both wait for the fenced
  * transactions of the grant that ends, within one pg_lease.takeover_timeout
  * counted from here.
  */
@@ -275,7 +282,7 @@ LeaseExtendLocked(text *name, const LeaseRow *row, int64 ttl_usec)
 	bool		nulls[LEASE_NATTS];
 	bool		replace[LEASE_NATTS];
 
-	LeaseGrantChanged(name);
+	LeaseFenceGrantChanged(name);
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_RENEWED_AT, TimestampTzGetDatum(now), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
@@ -309,7 +316,7 @@ LeaseFreeLocked(text *name, const LeaseRow *row, const char *event)
 	bool		nulls[LEASE_NATTS];
 	bool		replace[LEASE_NATTS];
 
-	LeaseGrantChanged(name);
+	LeaseFenceGrantChanged(name);
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_HOLDER, (Datum) 0, true);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EXPIRES_AT,
@@ -346,7 +353,7 @@ LeaseGrantNewEpoch(text *name, const LeaseRow *row, text *holder, int64 ttl_usec
 	int64		transitions;
 
 	*expires_at = now + ttl_usec;
-	LeaseGrantChanged(name);
+	LeaseFenceGrantChanged(name);
 	LeaseChangeInit(values, nulls, replace);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_HOLDER, PointerGetDatum(holder), false);
 	LeaseChangeSet(values, nulls, replace, LEASE_COL_EPOCH, Int64GetDatum(epoch), false);

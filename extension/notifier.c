@@ -20,8 +20,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
-#include "notifier.h"
+#include "notify.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"

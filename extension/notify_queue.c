@@ -33,8 +33,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
-#include "notifier.h"
+#include "notify.h"
 
 #include "access/transam.h"
 #include "access/xact.h"

@@ -7,8 +7,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
-#include "notify_shmem.h"
+#include "notify.h"
 
 #include "access/transam.h"
 #include "miscadmin.h"

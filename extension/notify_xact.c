@@ -9,8 +9,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
-#include "notifier.h"
+#include "notify.h"
 
 #include "access/xact.h"
 #include "catalog/objectaccess.h"

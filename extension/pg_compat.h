@@ -7,8 +7,8 @@
  * The sources are written against the newest interfaces; where an older
  * major lacks a name, it is defined here under that same name, and where a
  * call's arguments changed, a Lease* wrapper takes what every major can
- * give.  No other file tests PG_VERSION_NUM.  (compat.c is something else:
- * schema 1.2 compatibility.)
+ * give.  No other file tests PG_VERSION_NUM.  (fence_compat.c is something
+ * else: schema 1.2 compatibility.)
  *
  *-------------------------------------------------------------------------
  */

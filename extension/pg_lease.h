@@ -1,7 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * pg_lease.h
- *	  Declarations shared by the pg_lease extension's source files.
+ *	  The base every family of files stands on: what they all share (our
+ *	  SQLSTATEs, the epoch layout, the tables' columns, the lock tag classes)
+ *	  and the files they all call: settings.c (pg_lease.* parameters),
+ *	  catalog.c (the extension's objects and prepared statements), shmem.c
+ *	  (shared memory, when preloaded), counters.c, epoch.c (fencing tokens)
+ *	  and xact_memo.c (what a transaction remembers, by savepoint).
+ *
+ * Above it, one header per family: lease.h (lease_*.c: the lease functions
+ * and the rows they write), fence.h (fence_*.c: the fence trigger and its
+ * locks), floors.h (floors*.c: downstream fences), notify.h (notify*.c,
+ * notifier.c: NOTIFY off the commit path).  Beside it: pg_compat.h (the
+ * differences between PostgreSQL majors), validate.h (argument checks),
+ * epoch_list.h (pg_lease.epoch's parser, free of server headers).
  *
  * A lease is a row of the leases table; its epoch is the fencing token of the
  * latest grant.  Functions that change leases run as SECURITY DEFINER with a
@@ -16,13 +28,9 @@
 #include "postgres.h"
 #include "pg_compat.h"
 
+#include "access/xact.h"
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
-#include "access/tableam.h"
-#include "executor/tuptable.h"
-#include "nodes/lockoptions.h"
-#include "utils/relcache.h"
-#include "utils/snapshot.h"
 
 /* Fenced write rejected: a newer epoch was granted (stale leader). */
 #define ERRCODE_LEASE_STALE_EPOCH	MAKE_SQLSTATE('L','S','0','0','1')
@@ -45,7 +53,49 @@
 #define LEASE_EPOCH_COUNTER_MAX		((INT64CONST(1) << LEASE_EPOCH_COUNTER_BITS) - 1)
 #define LEASE_EPOCH_TIMELINE_MAX	0xFFFF
 
-/* settings.c */
+/*
+ * The columns of leases, as lease_row_lock.c returns them in a slot
+ * (0-based).
+ */
+#define LEASE_COL_NAME			0
+#define LEASE_COL_HOLDER		1
+#define LEASE_COL_EPOCH			2
+#define LEASE_COL_ACQUIRED_AT	3
+#define LEASE_COL_RENEWED_AT	4
+#define LEASE_COL_EXPIRES_AT	5
+#define LEASE_COL_TTL			6
+#define LEASE_COL_TRANSITIONS	7
+#define LEASE_COL_OWNER_ROLE	8
+#define LEASE_COL_LOCK_DELAY	9	/* 1.1; absent from a 1.0 schema */
+#define LEASE_NATTS				10
+
+/* The columns of lease_events (1.1 and later). */
+#define LEASE_EVENT_COL_ID			0
+#define LEASE_EVENT_COL_TIME		1
+#define LEASE_EVENT_COL_EVENT		2
+#define LEASE_EVENT_COL_NAME		3
+#define LEASE_EVENT_COL_HOLDER		4
+#define LEASE_EVENT_COL_EPOCH		5
+#define LEASE_EVENT_COL_EXPIRES_AT	6
+#define LEASE_EVENT_COL_ROLE		7
+#define LEASE_EVENT_COL_PID			8
+#define LEASE_EVENT_NATTS			9
+
+/*
+ * Lock tag classes: our locks are advisory tags (database, two 32-bit keys)
+ * whose fourth field is one of these; pg_advisory_lock uses 1 and 2.
+ *   - the fence lock of a grant (fence_lock.c), keyed by the epoch's high
+ *     and low bits: "LS";
+ *   - the floor lock of a token downstream (floors.c), keyed by a 64-bit
+ *     hash of (store, name, epoch): "LF";
+ *   - the lock that serializes moves of the epoch mark (epoch.c), keys 0
+ *     and 0: "LE".
+ */
+#define LEASE_LOCKTAG_CLASS			0x4C53
+#define LEASE_FLOOR_LOCKTAG_CLASS	0x4C46
+#define LEASE_ERA_LOCKTAG_CLASS		0x4C45
+
+/* settings.c: the pg_lease.* parameters */
 typedef struct LeaseEpochList
 {
 	int			count;
@@ -94,72 +144,6 @@ extern Oid	LeaseUpgradesRelid(void);
 extern Oid	LeaseFloorsRelid(void);
 extern Oid	LeaseEpochMarkRelid(void);
 
-/*
- * The columns of leases, as row_lock.c returns them in a slot (0-based).
- */
-#define LEASE_COL_NAME			0
-#define LEASE_COL_HOLDER		1
-#define LEASE_COL_EPOCH			2
-#define LEASE_COL_ACQUIRED_AT	3
-#define LEASE_COL_RENEWED_AT	4
-#define LEASE_COL_EXPIRES_AT	5
-#define LEASE_COL_TTL			6
-#define LEASE_COL_TRANSITIONS	7
-#define LEASE_COL_OWNER_ROLE	8
-#define LEASE_COL_LOCK_DELAY	9	/* 1.1; absent from a 1.0 schema */
-#define LEASE_NATTS				10
-
-/* The columns of lease_events (1.1 and later). */
-#define LEASE_EVENT_COL_ID			0
-#define LEASE_EVENT_COL_TIME		1
-#define LEASE_EVENT_COL_EVENT		2
-#define LEASE_EVENT_COL_NAME		3
-#define LEASE_EVENT_COL_HOLDER		4
-#define LEASE_EVENT_COL_EPOCH		5
-#define LEASE_EVENT_COL_EXPIRES_AT	6
-#define LEASE_EVENT_COL_ROLE		7
-#define LEASE_EVENT_COL_PID			8
-#define LEASE_EVENT_NATTS			9
-
-/* row_lock.c */
-extern TM_Result LeaseLockTid(Relation rel, ItemPointer tid, LockTupleMode mode,
-							  LockWaitPolicy wait, Snapshot snapshot,
-							  TupleTableSlot *slot);
-extern bool LeaseFindRow(text *name, Snapshot snapshot, Relation rel,
-						 TupleTableSlot *slot);
-extern bool LeaseLockRow(text *name, LockTupleMode mode, Snapshot snapshot,
-						 Relation rel, TupleTableSlot *slot);
-
-/* row_write.c: direct writes to leases and lease_events, without SPI */
-extern void LeaseWriteInit(void);
-extern TupleTableSlot *LeaseRowSlot(Relation rel);
-extern void LeaseRowSlotRelease(TupleTableSlot *slot);
-extern bool LeaseInsertEventDirect(Datum *values, bool *nulls);
-
-/* A grant that a change of holder ends (evict.h: how it waits for it). */
-typedef struct LeaseEnding
-{
-	text	   *name;
-	text	   *holder;			/* holder of the grant being ended, or NULL */
-	int64		epoch;			/* its epoch */
-	TimestampTz expires_at;		/* its expiry */
-} LeaseEnding;
-
-/*
- * fence_lock.c: the fence lock of a grant, in the lock manager.  Its tag is
- * an advisory tag (database, epoch high and low bits) whose fourth field is
- * this class; pg_advisory_lock uses 1 and 2.  0x4C53 is "LS".
- */
-#define LEASE_LOCKTAG_CLASS		0x4C53
-
-struct LOCKTAG;
-extern void LeaseFenceLockTag(struct LOCKTAG *tag, int64 epoch);
-extern void LeaseFenceLockShare(const char *name, int64 epoch);
-
-/* compat.c: whether fenced writers must also lock the row, as 1.2 did */
-extern bool lease_preloaded;
-extern bool LeaseFenceRowLockNeeded(void);
-
 /* shmem.c: the parts of pg_lease in shared memory (when preloaded) */
 typedef struct LeaseShmemPart
 {
@@ -191,20 +175,10 @@ extern void LeaseCountersInit(void);
 extern void LeaseCount(const char *name, int len, LeaseCounterKind kind);
 extern void LeaseCountText(text *name, LeaseCounterKind kind);
 
-/* epoch.c; the lock that serializes moves of the epoch mark ("LE") */
-#define LEASE_ERA_LOCKTAG_CLASS		0x4C45
-
+/* epoch.c: the next epoch, drawn under the lease row's lock */
 extern int64 LeaseNextEpoch(void);
 
-/* events.c */
-extern void LeaseRecordEvent(const char *event, text *name, text *holder,
-							 int64 epoch, TimestampTz expires_at, int pid);
-
-/* retention.c: pg_lease.event_retention */
-extern void LeaseRetentionInit(void);
-extern void LeasePruneEvents(text *name, const char *name_str);
-
-/* fence_xact.c: per-transaction tokens, and the grants whose fence lock is held */
+/* A lease row as the fences keep it (fence.h), and a floor pass its epoch */
 typedef struct LeaseRowState
 {
 	int64		epoch;
@@ -212,69 +186,19 @@ typedef struct LeaseRowState
 	TimestampTz expires_at;
 } LeaseRowState;
 
-extern void LeaseXactStateInit(void);
-extern void LeaseDeclareToken(const char *name, int64 epoch);
-extern bool LeaseDeclaredToken(const char *name, int64 *epoch);
-extern const LeaseRowState *LeaseLockGrantShared(const char *name, int64 epoch);
-extern const LeaseRowState *LeaseLockedGrant(const char *name);
-extern bool LeasePeekRow(const char *name, LeaseRowState *state);
-extern const LeaseRowState *LeaseRefreshRow(const char *name);
-extern void LeaseForgetRow(const char *name);
-extern void LeaseForgetRowText(text *name);
-
-/*
- * fence_floors.c: downstream fences, by the highest epoch of another database's
- * lease seen here.  Floor locks are advisory tags too: database, a 64-bit
- * hash of (store, name, epoch), and this class ("LF").
- */
-#define LEASE_FLOOR_LOCKTAG_CLASS	0x4C46
-
-typedef struct LeaseFloorKey
+/* xact_memo.c: what a transaction remembers, savepoint by savepoint */
+typedef struct LeaseXactMemo
 {
-	const char *store;
-	const char *name;
-} LeaseFloorKey;
+	struct LeaseXactMemo *next;
+	SubTransactionId subid;		/* the subtransaction that made it */
+	LeaseRowState state;		/* of a token or a floor pass: the epoch */
+	char		key[FLEXIBLE_ARRAY_MEMBER];
+} LeaseXactMemo;
 
-extern char *LeaseStoreId(void);
-extern int64 LeaseFloorRaise(const LeaseFloorKey *key, int64 epoch);
-extern int64 LeaseFloorHold(const LeaseFloorKey *key, int64 epoch);
-extern int64 LeaseFloorCheck(const LeaseFloorKey *key, int64 epoch);
-extern int64 LeaseFloorPeek(const LeaseFloorKey *key);
-
-/*
- * fence_restore.c: a fenced write refused inside COPY FROM is, as like as not, a
- * data-only restore of a dump (pg_restore --data-only, a data-only SQL
- * dump), whose rows carry the epochs of earlier grants and never pass: the
- * refusal (same message, same SQLSTATE) then says how a dump is restored.
- * The SQL edition gives the same hint (lease_sql_copy_hint).
- */
-#define LEASE_FENCE_RESTORE_HINT \
-	"If this COPY restores a dump (pg_restore --data-only, or a data-only SQL dump), " \
-	"rows written under earlier grants never pass the fence: restore the whole dump in one run " \
-	"(its data goes in before the fence triggers), or disable trigger pg_lease_fence of the table " \
-	"for the data step and enable it after (docs/operations.md, " \
-	"\"Moving from the C edition to a managed service\")."
-extern bool LeaseFenceInCopy(void);
-/* errhint(LEASE_FENCE_RESTORE_HINT) in a COPY, else OTHER (an errhint() call, or 0) */
-#define LeaseFenceHint(other) \
-	(LeaseFenceInCopy() ? errhint("%s", LEASE_FENCE_RESTORE_HINT) : (other))
-
-/* fence_downstream.c: the fence trigger on a table fenced by a floor */
-extern void LeaseDownstreamNamed(const LeaseFloorKey *key, Relation rel, int64 token);
-extern int64 LeaseDownstreamUnnamed(const LeaseFloorKey *key, Relation rel,
-									const int64 *epochs, int count);
-
-/* fence_xact.c: the floors this transaction's writes passed */
-extern bool LeaseFloorPassed(const LeaseFloorKey *key, int64 epoch);
-extern int64 LeaseFloorPassedEpoch(const LeaseFloorKey *key);
-extern void LeaseFloorKeep(const LeaseFloorKey *key, int64 epoch);
-extern void LeaseFloorForget(const LeaseFloorKey *key);
-
-/* fence_cache.c: lease rows kept across transactions while unchanged */
-extern void LeaseGrantCacheInit(void);
-extern void LeaseGrantChanged(text *name);
-extern uint64 LeaseGrantCacheStamp(const char *name);
-extern bool LeaseGrantCacheLookup(const char *name, int64 epoch, LeaseRowState *state);
-extern void LeaseGrantCacheStore(const char *name, const LeaseRowState *state, uint64 stamp);
+extern LeaseXactMemo *LeaseXactMemoPush(LeaseXactMemo **memo, Size len);
+extern void LeaseXactMemoDrop(LeaseXactMemo **link);
+extern void LeaseXactMemoAtEnd(LeaseXactMemo **memo, XactEvent event);
+extern void LeaseXactMemoAtSubEnd(LeaseXactMemo **memo, SubXactEvent event,
+								  SubTransactionId subid, SubTransactionId parent);
 
 #endif							/* PG_LEASE_H */

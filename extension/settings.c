@@ -6,6 +6,9 @@
  * pg_lease.epoch is parsed once, when it is set, into a list of epochs that
  * the fence trigger reads without any further parsing.
  *
+ * Twins: lease_sql_settings, lease_sql_setting and lease_sql_setting_ms in
+ * sql/sql_edition/10_base.sql.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_lease.h"
@@ -21,7 +24,7 @@ int			lease_max_ttl_ms = 24 * 60 * 60 * 1000;
 /* Lease names one role may create (superusers excepted); 0: no limit. */
 int			lease_max_leases_per_role = 10000;
 
-/* How long lease_events keeps a lease's events (s); 0: forever (retention.c). */
+/* How long a lease's events are kept (s); 0: forever (lease_retention.c). */
 int			lease_event_retention_s = 30 * 24 * 60 * 60;
 
 /*
@@ -30,7 +33,7 @@ int			lease_event_retention_s = 30 * 24 * 60 * 60;
  */
 int			lease_takeover_timeout_ms = 1000;
 
-/* This database's identity as a lease store; empty: the default (fence_floors.c). */
+/* This database's identity as a lease store; empty: the default (floors.c). */
 char	   *lease_store_id_setting = NULL;
 
 static char *lease_epoch_setting = NULL;

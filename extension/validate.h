@@ -6,6 +6,11 @@
  * Every check a caller can fail raises 22004 (a NULL where a value is
  * required) or 22023 (a value out of range), before anything is written.
  *
+ * Twins (kept equal by tests/contract/cases.json): lease_sql_label,
+ * lease_sql_interval_us and lease_sql_epoch_arg in
+ * sql/sql_edition/10_base.sql; check_label, check_ttl and check_grant in
+ * client/src/testing/lease_store.cpp.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef PG_LEASE_VALIDATE_H

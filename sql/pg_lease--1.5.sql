@@ -453,7 +453,7 @@ GRANT SELECT ON @extschema@.lease_group_leases, @extschema@.lease_group_members,
 -- When this database's pg_lease was updated to each version: until every
 -- session that began before the update to 1.3 has ended, a 1.2 library may
 -- still run in one of them, so fenced writers keep 1.2's row lock as well
--- (extension/compat.c).  Empty after CREATE EXTENSION.
+-- (extension/fence_compat.c).  Empty after CREATE EXTENSION.
 CREATE TABLE @extschema@.lease_upgrades (
 	version		text PRIMARY KEY,
 	upgraded_at timestamptz NOT NULL
@@ -466,7 +466,7 @@ GRANT SELECT ON @extschema@.lease_upgrades TO PUBLIC;
 -- Downstream floors.  A database that does not hold a lease can still
 -- fence its tables by it: it keeps, per (lease store, lease name), the
 -- highest epoch it has seen, and refuses writes below it
--- (extension/fence_floors.c).  Written only through lease_raise and the
+-- (extension/floors.c).  Written only through lease_raise and the
 -- fence trigger, as the table's owner.
 CREATE TABLE @extschema@.lease_floor_rows (
 	store		text NOT NULL,
@@ -509,7 +509,7 @@ REVOKE EXECUTE ON FUNCTION @extschema@.lease_raise(text, text, bigint) FROM PUBL
 -- bits; a change of holder waits for the writers of the grant it ends), and
 -- of the floor locks of downstream fences (class 0x4C46 = 19526, keyed by a
 -- hash of store, name and epoch that hashtextextended computes as
--- extension/fence_floors.c does).  Only the writers of the current floor
+-- extension/floors.c does).  Only the writers of the current floor
 -- can be named; a writer of another token shows with name and epoch null.
 CREATE VIEW @extschema@.lease_writers AS
 	WITH locks AS (

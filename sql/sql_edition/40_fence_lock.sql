@@ -3,7 +3,7 @@
 -- before the change commits. It waits for that grant's fenced
 -- transactions (each holds the lock shared) at most
 -- pg_lease.takeover_timeout (0: as long as they take), then ends them as
--- extension/evict.c does (idle in transaction: terminated; running:
+-- extension/lease_evict.c does (idle in transaction: terminated; running:
 -- cancelled, terminated 250 ms later), each recorded once as an evict
 -- event; 5 s after that the change fails with 55P03. Ending another role's
 -- backends needs pg_signal_backend (a superuser's, superuser): without it

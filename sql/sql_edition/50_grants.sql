@@ -1,13 +1,13 @@
--- Grants, renewals and the changes of holder, as extension/acquire.c and
--- extension/lease.c make them: a refusal that needs no lock is decided on
--- the unlocked row; anything else on the row locked FOR NO KEY UPDATE (to
+-- Grants, renewals and the changes of holder, as extension/lease_acquire.c and
+-- extension/lease_change.c make them: a refusal that needs no lock is decided
+-- on the unlocked row; anything else on the row locked FOR NO KEY UPDATE (to
 -- extend) or FOR UPDATE (a change of holder, which first takes the ending
 -- grant's fence lock: lease_sql_lock_for_change), with the clock read
 -- after the lock is granted. Each runs as the owner (SECURITY DEFINER).
 --
 -- Twins (the same rules, kept equal by tests/contract/cases.json):
--- extension/acquire.c and extension/lease.c; the test double's lease_store
--- (client/src/testing/lease_store.cpp).
+-- extension/lease_acquire.c and extension/lease_change.c; the test double's
+-- lease_store (client/src/testing/lease_store.cpp).
 
 -- Renew, release and handover belong to the role that was granted the lease.
 CREATE FUNCTION @extschema@.lease_sql_check_role(name text, owner_role name)

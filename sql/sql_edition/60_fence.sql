@@ -1,4 +1,4 @@
--- The fence, as extension/fence.c checks it: a write's token (declared
+-- The fence, as extension/fence_trigger.c checks it: a write's token (declared
 -- with lease_use, listed in pg_lease.epoch, or the row's epoch column)
 -- share-locks its grant's fence lock until the transaction ends, then the
 -- lease row is read: the write passes only under the current, held,
@@ -7,7 +7,7 @@
 -- with the advisory locks it took.
 --
 -- Twins (the decisions and SQLSTATEs, kept equal by
--- tests/contract/cases.json): extension/fence.c; the test double's
+-- tests/contract/cases.json): extension/fence_trigger.c; the test double's
 -- lease_store::fence_check (client/src/testing/lease_store.cpp).
 
 -- Whether transaction id x (a row's xmax) committed: the 32-bit id is
@@ -36,7 +36,7 @@ $committed$;
 -- restore of a dump (pg_restore --data-only, a data-only SQL dump), whose
 -- rows carry the epochs of earlier grants and never pass: the refusal (same
 -- message, same SQLSTATE) then says how a dump is restored, as
--- extension/fence.c's LEASE_FENCE_RESTORE_HINT does. The C edition reads
+-- extension/fence.h's LEASE_FENCE_RESTORE_HINT does. The C edition reads
 -- the command's tag; here the client's statement tells. Null otherwise.
 -- Only the hint depends on it, never whether a write passes.
 CREATE FUNCTION @extschema@.lease_sql_copy_hint()

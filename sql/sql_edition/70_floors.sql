@@ -1,4 +1,4 @@
--- Downstream floors (extension/fence_floors.c, fence_downstream.c): per
+-- Downstream floors (extension/floors.c, floors_fence.c): per
 -- (lease store, lease name) the highest epoch this database has seen. A
 -- writer share-locks its token's floor lock (two-key advisory locks of
 -- first key 19526, the second a 32-bit fold of the C edition's hash of

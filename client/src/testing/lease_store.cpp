@@ -1,8 +1,8 @@
 /// @file lease_store.cpp
 /// @brief The in-memory pg_lease semantics, the fence check, and the
-/// scripting calls of the test double. Twins: extension/acquire.c,
-/// lease.c and fence.c, sql/sql_edition/50_grants.sql and 60_fence.sql;
-/// tests/contract/cases.json keeps the three equal.
+/// scripting calls of the test double. Twins: extension/lease_acquire.c,
+/// lease_change.c and fence_trigger.c, sql/sql_edition/50_grants.sql and
+/// 60_fence.sql; tests/contract/cases.json keeps the three equal.
 #include "pglease/testing/lease_store.hpp"
 
 #include "pglease/error.hpp"

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * row_lock.c
+ * lease_row_lock.c
  *	  Find a lease row through the primary key and lock it, without SPI.
  *
  * Locking the lease row is on every hot path (renew, the fence trigger's
@@ -18,7 +18,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "lease.h"
 
 #include "access/genam.h"
 #include "access/stratnum.h"

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * write_target.c
- *	  The tables row_write.c writes directly: whether it may, what it needs
- *	  (indexes and their IndexInfo, the identity sequence), and the slots it
- *	  reuses.
+ * lease_write_target.c
+ *	  The tables lease_row_write.c writes directly: whether it may, what it
+ *	  needs (indexes and their IndexInfo, the identity sequence), and the slots
+ *	  it reuses.
  *
  * All of it is kept per backend and dropped by the relcache callback in
  * catalog.c, so a call does no catalog lookup.  A table with triggers,
@@ -14,7 +14,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "write_target.h"
+#include "lease.h"
 
 #include "access/genam.h"
 #include "access/heapam.h"
@@ -303,7 +303,7 @@ LeaseSlotGiveBack(LeaseTarget *t, TupleTableSlot *slot, LeaseSlotKind kind)
 }
 
 /*
- * A slot to lock lease rows into (row_lock.c), for rel (leases, open).
+ * A slot to lock lease rows into (lease_row_lock.c), for rel (leases, open).
  * Give it back with LeaseRowSlotRelease before the call returns.
  */
 TupleTableSlot *

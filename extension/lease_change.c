@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * lease.c
+ * lease_change.c
  *	  lease_renew, lease_release, lease_revoke and lease_handover.
  *
  * Each runs as SECURITY DEFINER (ordinary roles cannot write the leases
@@ -17,8 +17,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
-#include "evict.h"
+#include "lease.h"
+#include "fence.h"
 
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -152,6 +152,6 @@ lease_end_grant_writers(PG_FUNCTION_ARGS)
 	LeaseTakeoverBegin(&takeover, &ending);
 	LeaseFenceLockExclusive(&takeover);
 	LeaseTakeoverEnd(&takeover);
-	LeaseGrantChanged(name);	/* the caller deletes the row */
+	LeaseFenceGrantChanged(name);	/* the caller deletes the row */
 	PG_RETURN_VOID();
 }

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * fence.c
+ * fence_trigger.c
  *	  The fence trigger: which token a write carries, and whether it passes.
  *
  * BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, plus BEFORE TRUNCATE FOR
@@ -10,7 +10,7 @@
  * (fence_lock.c) until the transaction ends, then reads the lease row, so
  * no change of holder commits while a write that passed is open; renewals
  * never take that lock.  A third argument, the lease store, fences the
- * table by a floor instead (fence_downstream.c); tokens are declared with
+ * table by a floor instead (floors_fence.c); tokens are declared with
  * lease_use (fence_use.c).  Hot path: the arguments are kept for the
  * statement (fn_extra), the row for the transaction (fence_xact.c).
  *
@@ -20,8 +20,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "fence.h"
 #include "epoch_list.h"
+#include "floors.h"
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
@@ -118,7 +119,7 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token)
 	LeaseRowState current;
 	bool		found;
 
-	if (LeaseDeclaredToken(config->lease, token))
+	if (LeaseFenceDeclaredToken(config->lease, token))
 		return FENCE_TOKEN_DECLARED;
 
 	list = LeaseSettingEpochs();
@@ -128,8 +129,8 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token)
 	if (list->count == 1)
 		return FENCE_TOKEN_SETTING;
 
-	kept = LeaseLockedGrant(config->lease);
-	found = kept != NULL || LeasePeekRow(config->lease, &current);
+	kept = LeaseFenceLockedGrant(config->lease);
+	found = kept != NULL || LeaseFencePeekRow(config->lease, &current);
 	if (kept != NULL)
 		current = *kept;
 	*token = found && LeaseEpochListed(list->epochs, list->count, current.epoch) ?
@@ -146,7 +147,7 @@ FenceDeclaredToken(const FenceConfig *config, int64 *token)
 static const LeaseRowState *
 FenceLockRow(const FenceConfig *config, FenceTokenSource source, int64 *token)
 {
-	const LeaseRowState *row = LeaseLockGrantShared(config->lease, *token);
+	const LeaseRowState *row = LeaseFenceLockGrantShared(config->lease, *token);
 	const LeaseEpochList *list = LeaseSettingEpochs();
 
 	while (source == FENCE_TOKEN_SETTING && row != NULL && row->epoch > *token)
@@ -154,7 +155,7 @@ FenceLockRow(const FenceConfig *config, FenceTokenSource source, int64 *token)
 		if (!LeaseEpochListed(list->epochs, list->count, row->epoch))
 			break;
 		*token = row->epoch;
-		row = LeaseLockGrantShared(config->lease, *token);
+		row = LeaseFenceLockGrantShared(config->lease, *token);
 	}
 	return row;
 }
@@ -280,9 +281,9 @@ FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowS
 	if (FencePasses(token, row, GetCurrentTimestamp()))
 		return;
 	if (row != NULL && row->epoch == token && row->held &&
-		LeaseLockedGrant(config->lease) == row)
+		LeaseFenceLockedGrant(config->lease) == row)
 	{
-		row = LeaseRefreshRow(config->lease);
+		row = LeaseFenceRefreshRow(config->lease);
 		if (FencePasses(token, row, GetCurrentTimestamp()))
 			return;
 	}
@@ -292,14 +293,14 @@ FenceCheck(const FenceConfig *config, Relation rel, int64 token, const LeaseRowS
 /*
  * Step 1 for a downstream fence: the lease is another database's, so a
  * token declared by name and pg_lease.epoch's unnamed list are told apart
- * (fence_downstream.c); either way the list is judged as a whole.
+ * (floors_fence.c); either way the list is judged as a whole.
  */
 static FenceTokenSource
 FenceDownstreamSource(const FenceConfig *config)
 {
 	int64		declared;
 
-	if (LeaseDeclaredToken(config->lease, &declared))
+	if (LeaseFenceDeclaredToken(config->lease, &declared))
 		return FENCE_TOKEN_DECLARED;
 	return LeaseSettingEpochs()->count > 0 ? FENCE_TOKEN_SETTING : FENCE_TOKEN_NONE;
 }
@@ -313,14 +314,14 @@ FenceDownstreamCheck(const FenceConfig *config, Relation rel, FenceTokenSource s
 	switch (source)
 	{
 		case FENCE_TOKEN_DECLARED:
-			(void) LeaseDeclaredToken(config->lease, &token);
-			LeaseDownstreamNamed(&config->floor, rel, token);
+			(void) LeaseFenceDeclaredToken(config->lease, &token);
+			LeaseFloorFenceNamed(&config->floor, rel, token);
 			return token;
 		case FENCE_TOKEN_SETTING:
 			list = LeaseSettingEpochs();
-			return LeaseDownstreamUnnamed(&config->floor, rel, list->epochs, list->count);
+			return LeaseFloorFenceUnnamed(&config->floor, rel, list->epochs, list->count);
 		default:
-			return LeaseDownstreamUnnamed(&config->floor, rel, &token, 1);
+			return LeaseFloorFenceUnnamed(&config->floor, rel, &token, 1);
 	}
 }
 

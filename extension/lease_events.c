@@ -1,16 +1,20 @@
 /*-------------------------------------------------------------------------
  *
- * events.c
+ * lease_events.c
  *	  The lease_events history and NOTIFY pg_lease.
  *
  * Both belong to the transaction that changes the lease, so an event is
  * recorded, and a notification delivered, exactly when the change commits
  * (notify_queue.c decides who sends it).
  *
+ * Twins: lease_sql_record_event in sql/sql_edition/20_history.sql (the
+ * same rows and payload, NOTIFY sent by the changing transaction); the test
+ * double's store_state::notify in client/src/testing/lease_store.cpp.
+ *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
-#include "notifier.h"
+#include "lease.h"
+#include "notify.h"
 
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * compat.c
+ * fence_compat.c
  *	  Whether fenced writers must also key-share-lock the lease row, as 1.2
  *	  did, because backends running the 1.2 library may still be there.
  *
@@ -20,7 +20,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_lease.h"
+#include "fence.h"
 
 #include "miscadmin.h"
 #include "utils/builtins.h"

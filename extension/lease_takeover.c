@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * takeover.c
+ * lease_takeover.c
  *	  The row half of a change of holder: FOR UPDATE on the lease row,
  *	  waiting (bounded) for fenced writers that still lock the row.
  *
@@ -8,11 +8,11 @@
  * locks the grant in the lock manager (fence_lock.c) and leaves the row
  * alone.  But after an upgrade without a restart, backends that loaded the
  * 1.2 library still take the row lock, and until none is left (see
- * compat.c) new ones take it too.  So a change of holder still upgrades its
- * row lock to FOR UPDATE, which conflicts with FOR KEY SHARE: at once when
+ * fence_compat.c) new ones take it too.  So a change of holder still upgrades
+ * its row lock to FOR UPDATE, which conflicts with FOR KEY SHARE: at once when
  * no such writer is there, which is always once no 1.2 backend remains.
  * The wait is bounded as the lock-manager wait is, from the same start and
- * with the same rules (evict.c): after pg_lease.takeover_timeout the
+ * with the same rules (lease_evict.c): after pg_lease.takeover_timeout the
  * writers are ended, and LEASE_EVICT_BOUND_MS later the change fails 55P03.
  *
  * Only transactions that hold this row's key-share lock are ever signalled.
@@ -29,7 +29,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "evict.h"
+#include "lease.h"
 
 #include "access/heapam.h"
 #include "access/multixact.h"
@@ -125,8 +125,8 @@ LeaseKeyShareLockers(Relation rel, ItemPointer tid)
 
 /*
  * Signal the backends of these transactions, each as its state needs
- * (evict.c).  The signal goes out under ProcArrayLock, after checking that
- * the backend still runs the transaction that holds the lock: a
+ * (lease_evict.c).  The signal goes out under ProcArrayLock, after checking
+ * that the backend still runs the transaction that holds the lock: a
  * transaction cannot end while we hold that lock.
  */
 static void

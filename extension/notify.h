@@ -1,20 +1,41 @@
 /*-------------------------------------------------------------------------
  *
- * notify_shmem.h
- *	  The shared queue of pg_lease's notifications (notify_shmem.c): its
- *	  entries, the databases that have a worker, and how an entry's
- *	  transactions are resolved.  notify_queue.c fills it, notifier.c
- *	  sends from it; neither is known here.
+ * notify.h
+ *	  NOTIFY pg_lease off the commit path: the shared queue of notifications,
+ *	  what committing transactions call to fill it, and the per-database
+ *	  worker that sends what it holds.
+ *
+ * The family: notify_queue.c and notify_xact.c (the commit path: a
+ * transaction's payloads, queued or sent at its events), notify_shmem.c
+ * (the queue in shared memory, and what an entry still needs, as the
+ * commit log says; it knows neither who fills it nor who sends from it),
+ * notifier.c (the worker).
+ *
+ * A queued notification names the transaction that made the change (xid)
+ * and, once one has taken it on, the transaction that sends it (sender).
+ * Both are resolved from the commit log, so nothing is sent for a change
+ * that did not commit, and nothing twice: a sender that aborts gives its
+ * notifications back.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef LEASE_NOTIFY_SHMEM_H
-#define LEASE_NOTIFY_SHMEM_H
+#ifndef PG_LEASE_NOTIFY_H
+#define PG_LEASE_NOTIFY_H
 
-#include "postgres.h"
+#include "pg_lease.h"
 
+#include "fmgr.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+
+#define LEASE_NOTIFY_CHANNEL		"pg_lease"
+
+/* pg_lease.notify_mode */
+typedef enum LeaseNotifyMode
+{
+	LEASE_NOTIFY_WORKER,		/* queue; the database's worker sends */
+	LEASE_NOTIFY_COMMIT			/* NOTIFY in the changing transaction */
+} LeaseNotifyMode;
 
 /* Lease name and payload of one queued notification, both terminated. */
 #define LEASE_NOTIFY_DATA_BYTES		1000
@@ -84,9 +105,28 @@ typedef enum LeaseNotifyState
 	LEASE_NOTIFY_READY			/* committed, and nobody sends it */
 } LeaseNotifyState;
 
-/* notify_shmem.c */
+/* notify_shmem.c: the queue's memory, and what an entry needs */
 extern void LeaseNotifyShmemInit(void);
 extern LeaseNotifyState LeaseNotifyResolve(LeaseNotifyEntry *entry);
 extern void LeaseNotifyAdvanceTail(void);
 
-#endif							/* LEASE_NOTIFY_SHMEM_H */
+/* notify_xact.c */
+extern void LeaseNotifyInit(void);
+
+/* notify_queue.c */
+extern int	lease_notify_mode;
+extern void LeaseNotify(const char *name, const char *payload);
+
+/* notify_queue.c, for notify_xact.c: this transaction's payloads */
+extern bool LeaseNotifyPreCommit(void);
+extern bool LeaseNotifyPending(void);
+extern void LeaseNotifyPendingReset(void);
+extern void LeaseNotifyPendingSubAbort(SubTransactionId subid);
+extern void LeaseNotifyPendingSubCommit(SubTransactionId subid, SubTransactionId parent);
+
+/* notifier.c */
+extern bool LeaseNotifierStart(Oid database);
+extern void LeaseNotifierStop(Oid database);
+extern PGDLLEXPORT void lease_notifier_main(Datum main_arg);
+
+#endif							/* PG_LEASE_NOTIFY_H */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * acquire.c
+ * lease_acquire.c
  *	  lease_acquire: grant a free or expired lease, or say who holds it.
  *
  * Runs as SECURITY DEFINER (ordinary roles cannot write the leases table)
@@ -18,7 +18,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
+#include "lease.h"
+#include "fence.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"
@@ -174,7 +175,7 @@ LeaseGrantLocked(text *name, text *holder, int64 ttl_usec, int64 lock_delay_usec
 		Datum		values[8];
 
 		LeaseCheckQuota();
-		LeaseGrantChanged(name);	/* a row deleted by hand may be kept */
+		LeaseFenceGrantChanged(name);	/* a row deleted by hand may be kept */
 
 		epoch = LeaseNextEpoch();
 		now = GetCurrentTimestamp();

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * row_write.c
+ * lease_row_write.c
  *	  Write lease rows and lease_events through the table AM, without SPI.
  *
  * An UPDATE or INSERT through SPI runs the whole executor for one row:
@@ -20,12 +20,12 @@
  * SPI: these functions return false and the caller falls back.
  *
  * What is looked up (indexes, their IndexInfo, the identity sequence, and
- * slots) is kept per backend by write_target.c, so a call does no catalog
- * lookup.
+ * slots) is kept per backend by lease_write_target.c, so a call does no
+ * catalog lookup.
  *
  *-------------------------------------------------------------------------
  */
-#include "write_target.h"
+#include "lease.h"
 
 #include "access/genam.h"
 #include "access/heapam.h"

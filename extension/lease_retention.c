@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * retention.c
+ * lease_retention.c
  *	  pg_lease.event_retention: deleting a lease's expired history.
  *
  * A lease's events older than the retention are deleted when the lease
@@ -14,9 +14,12 @@
  * its transaction or subtransaction would break that, so a rollback after
  * a prune makes the session forget every lease it pruned.
  *
+ * Twin: the prune in lease_sql_record_event (sql/sql_edition/20_history.sql),
+ * which deletes a lease's expired events at each of its events.
+ *
  *-------------------------------------------------------------------------
  */
-#include "lease_row.h"
+#include "lease.h"
 
 #include "access/xact.h"
 #include "utils/hsearch.h"

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * evict.c
+ * lease_evict.c
  *	  Ending the backends whose fenced transactions hold up a change of
  *	  holder past pg_lease.takeover_timeout.
  *
@@ -8,12 +8,15 @@
  * running a statement is cancelled first, and terminated if it still holds
  * on LEASE_CANCEL_GRACE_MS later.  Each backend is recorded once: a log
  * line and an evict event with its pid.  The callers decide who is in the
- * way (fence_lock.c asks the lock manager, takeover.c reads a 1.2 row
+ * way (fence_lock.c asks the lock manager, lease_takeover.c reads a 1.2 row
  * lock's xmax); this file only signals and records.
+ *
+ * Twin: lease_sql_lock_exclusive in sql/sql_edition/40_fence_lock.sql,
+ * which ends the writers in its way by the same rules.
  *
  *-------------------------------------------------------------------------
  */
-#include "evict.h"
+#include "lease.h"
 
 #include <signal.h>
 

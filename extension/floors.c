@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * fence_floors.c
+ * floors.c
  *	  Downstream fences: a database that does not hold a lease keeps the
  *	  highest epoch of it that it has seen (its floor), and refuses writes
  *	  below it.
@@ -9,7 +9,7 @@
  * lease_store_id() of the database that holds the lease.  A fenced write
  * passes when its token is at least the floor; a token above it raises the
  * floor in the write's own transaction.  lease_raise raises it ahead of
- * the work, as the client does at the start of a term.
+ * the work, as the client does at the start of a term (floors_fence.c).
  *
  * The ordering is the local fence's (fence_lock.c), on lock tags of class
  * LEASE_FLOOR_LOCKTAG_CLASS named by a 64-bit hash of (store, name, epoch):
@@ -28,10 +28,15 @@
  * holds a higher one up at most pg_lease.takeover_timeout.  Two
  * transactions of the same leader never end each other.
  *
+ * Twins: lease_store_id, lease_sql_floor_write, lease_sql_floor_raise,
+ * lease_sql_floor_hold and lease_sql_floor_end_lower in
+ * sql/sql_edition/70_floors.sql.
+ *
  *-------------------------------------------------------------------------
  */
-#include "evict.h"
-#include "lease_row.h"
+#include "floors.h"
+#include "fence.h"
+#include "lease.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -51,7 +56,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-#include "validate.h"
 
 /* Columns of lease_floor_rows (1-based, as heap_getattr counts). */
 #define FLOOR_ATT_STORE		1
@@ -110,7 +114,7 @@ FloorLockExclusive(const LeaseFloorKey *key, int64 epoch)
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
 	LeaseTakeoverBegin(&takeover, &ending);
-	LeaseLockTagExclusive(&takeover, &tag);
+	LeaseFenceLockTagExclusive(&takeover, &tag);
 	LeaseTakeoverEnd(&takeover);
 	error_context_stack = callback.previous;
 }
@@ -296,7 +300,7 @@ LeaseFloorPeek(const LeaseFloorKey *key)
 
 /* This database's identity as a lease store. */
 char *
-LeaseStoreId(void)
+LeaseFloorStoreId(void)
 {
 	if (lease_store_id_setting != NULL && lease_store_id_setting[0] != '\0')
 		return pstrdup(lease_store_id_setting);
@@ -308,40 +312,5 @@ PG_FUNCTION_INFO_V1(lease_store_id);
 Datum
 lease_store_id(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(LeaseStoreId()));
-}
-
-/*
- * Raise the floor of (store, name) to epoch: true when the floor is now
- * epoch, false when it was already higher.
- */
-PG_FUNCTION_INFO_V1(lease_raise);
-Datum
-lease_raise(PG_FUNCTION_ARGS)
-{
-	text	   *store = LeaseLabelArg(fcinfo, 0, "lease store");
-	text	   *name = LeaseLabelArg(fcinfo, 1, "lease name");
-	int64		epoch = LeaseEpochArg(fcinfo, 2);
-	LeaseFloorKey key;
-
-	if (epoch <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("epoch must be positive")));
-	LeaseBegin(fcinfo);
-	key.store = text_to_cstring(store);
-	key.name = text_to_cstring(name);
-	if (strcmp(key.store, LeaseStoreId()) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease store \"%s\" is this database", key.store),
-				 errdetail("Floors fence the leases of other databases; this database's own leases are fenced by their current epoch.")));
-	LeaseFloorForget(&key);
-	/*
-	 * Hold the floor lock of epoch as its writers do, until the transaction
-	 * ends: a higher raise then ends this one as it ends them, after
-	 * pg_lease.takeover_timeout, however long this transaction stays open.
-	 */
-	(void) LeaseFloorHold(&key, epoch);
-	PG_RETURN_BOOL(LeaseFloorRaise(&key, epoch) == epoch);
+	PG_RETURN_TEXT_P(cstring_to_text(LeaseFloorStoreId()));
 }
