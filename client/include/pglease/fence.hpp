@@ -36,10 +36,6 @@
 
 namespace pglease {
 
-/// How long the run_fenced() of a lease, scoped_lease or elector may go on
-/// past the lease's local deadline before it is cut off (see run_fenced()).
-inline constexpr std::chrono::milliseconds fenced_grace{1000};
-
 namespace detail {
 /// Runs SELECT lease_use(name, epoch) in @p tx (the pqxx::work& form).
 void declare_token(pqxx::transaction_base& tx, const fence_token& token);
@@ -66,15 +62,6 @@ inline constexpr const char* syncrep_warning = "wait for synchronous replication
 
 /// Throws commit_unknown when @p watch saw the warning.
 void check_replicated(const pqxx_compat::notice_watch& watch);
-
-/// The time bound of one fenced transaction (steady clock).
-struct fence_bound {
-    /// When to cancel it; max() = never (no watchdog, no cost).
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-    /// Asked when @p deadline comes: a later time point postpones the cut
-    /// (the lease was renewed meanwhile). May be empty.
-    std::function<std::chrono::steady_clock::time_point()> extend;
-};
 
 class call_watchdog;
 

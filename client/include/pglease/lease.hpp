@@ -20,10 +20,6 @@
 
 namespace pglease {
 
-namespace detail {
-struct fence_bound;
-} // namespace detail
-
 /// One named lease, seen from one holder identity.
 ///
 /// Guarantees:
@@ -209,10 +205,11 @@ private:
 
     [[nodiscard]] rep deadline_after(clock::time_point sent) const noexcept;
     /// After a NOTIFY told of a handover to this identity: one read of
-    /// lease_status (backend::status_if_durable); if the server says this identity holds the lease, its
-    /// epoch is taken with the local deadline at the read's send time + the
-    /// time left the server reported - safety margin (no write). False when
-    /// it does not, or too little is left: acquire() then asks as usual.
+    /// lease_status (backend::status_if_durable); if the server says this
+    /// identity holds the lease, its epoch is taken with the local deadline
+    /// at the read's send time + the time left the server reported - safety
+    /// margin (no write). False when it does not, or too little is left:
+    /// acquire() then asks as usual.
     bool confirm_handover();
 
     backend& m_db;
