@@ -13,11 +13,12 @@
 #pragma once
 
 #include "pglease/error.hpp"
-#include "pglease/fence_token.hpp"
-#include "pglease/fenced_work.hpp"
 #include "pglease/lease.hpp"
 
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/fence_token.hpp"
+#include "pglease/internal/fenced_work.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <pqxx/connection>
 #include <pqxx/except>

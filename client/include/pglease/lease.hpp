@@ -4,9 +4,10 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
-#include "pglease/fence_token.hpp"
 #include "pglease/lease_options.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/fence_token.hpp"
 
 #include <atomic>
 #include <chrono>
