@@ -183,18 +183,15 @@ public:
         create_like_leases(tx, names.plain_leases);
         tx.exec("CREATE SEQUENCE " + names.plain_seq + " AS bigint MINVALUE 1");
         for (int i = 0; i < clients; ++i)
-            pglease::pqxx_compat::exec_params(
-                tx,
-                "INSERT INTO " + names.plain_leases +
-                    " SELECT $1 || k, NULL, 1, now(), now(), now(), '60 s', 0, "
-                    "current_user FROM generate_series(0, $2 - 1) k",
-                names.cycle_lease_prefix(i), cycle_leases_per_client);
+            pglease::pqxx_compat::exec_params(tx, "INSERT INTO " + names.plain_leases +
+                               " SELECT $1 || k, NULL, 1, now(), now(), now(), '60 s', 0, "
+                               "current_user FROM generate_series(0, $2 - 1) k",
+                           names.cycle_lease_prefix(i), cycle_leases_per_client);
         for (const auto& t : {names.unfenced, names.fenced})
             tx.exec("CREATE TABLE " + t +
                     " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text NOT NULL, "
                     "epoch bigint)");
-        pglease::pqxx_compat::exec_params(tx, "SELECT lease_fence($1::regclass, $2)", names.fenced,
-                                          names.fence_lease);
+        pglease::pqxx_compat::exec_params(tx, "SELECT lease_fence($1::regclass, $2)", names.fenced, names.fence_lease);
         tx.commit();
     }
     scratch_tables(const scratch_tables&) = delete;
@@ -214,11 +211,9 @@ public:
     /// renew's baseline rows: copies of the clients' held leases (same holder, epoch, ttl).
     void copy_renew_leases() {
         pqxx::work tx{m_admin};
-        pglease::pqxx_compat::exec_params(
-            tx,
-            "INSERT INTO " + m_names.bare +
-                " SELECT * FROM leases WHERE starts_with(name, $1 || 'renew_')",
-            m_names.prefix);
+        pglease::pqxx_compat::exec_params(tx, "INSERT INTO " + m_names.bare +
+                           " SELECT * FROM leases WHERE starts_with(name, $1 || 'renew_')",
+                       m_names.prefix);
         tx.commit();
     }
 
@@ -250,8 +245,7 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
     };
     const body bare_renew = [](client& c) {
         pqxx::nontransaction tx{c.conn};
-        const pqxx::result r =
-            pglease::pqxx_compat::exec_prepared(tx, "bare_renew", c.renew_lease.name(),
+        const pqxx::result r = pglease::pqxx_compat::exec_prepared(tx, "bare_renew", c.renew_lease.name(),
                                                 c.renew_lease.identity(), c.renew_lease.epoch());
         if (r.size() != 1)
             throw check_failed{"bare renew of " + c.renew_lease.name() + " matched no row"};
@@ -267,22 +261,19 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
     const body plain_cycle = [](client& c) {
         const pglease::lease& l = c.cycle_lease();
         pqxx::nontransaction tx{c.conn};
-        if (pglease::pqxx_compat::exec_prepared(tx, "plain_acquire", l.name(), l.identity())
-                .size() != 1)
+        if (pglease::pqxx_compat::exec_prepared(tx, "plain_acquire", l.name(), l.identity()).size() != 1)
             throw check_failed{"plain acquire of " + l.name() + " matched no row"};
-        if (pglease::pqxx_compat::exec_prepared(tx, "plain_release", l.name(), l.identity())
-                .size() != 1)
+        if (pglease::pqxx_compat::exec_prepared(tx, "plain_release", l.name(), l.identity()).size() != 1)
             throw check_failed{"plain release of " + l.name() + " matched no row"};
     };
     const body sql_cycle = [](client& c) {
         const pglease::lease& l = c.cycle_lease();
         pqxx::nontransaction tx{c.conn};
-        const pqxx::row granted =
-            pglease::pqxx_compat::exec_prepared1(tx, "sql_acquire", l.name(), l.identity());
+        const pqxx::row granted = pglease::pqxx_compat::exec_prepared1(tx, "sql_acquire", l.name(), l.identity());
         if (!granted[0].as<bool>())
             throw check_failed{"lease_acquire of " + l.name() + " refused"};
         if (!pglease::pqxx_compat::exec_prepared1(tx, "sql_release", l.name(), l.identity(),
-                                                  granted[1].as<std::int64_t>())[0]
+                               granted[1].as<std::int64_t>())[0]
                  .as<bool>())
             throw check_failed{"lease_release of " + l.name() + " refused"};
     };
@@ -299,14 +290,11 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
         tx.commit();
     };
     const body fast = [&](client& c) {
-        fence.run_fenced(c.conn, [&](pqxx::transaction_base& tx) {
-            pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload);
-        });
+        fence.run_fenced(c.conn,
+                         [&](pqxx::transaction_base& tx) { pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload); });
     };
     const body old = [&](client& c) {
-        fence.run_fenced(c.conn, [&](pqxx::work& tx) {
-            pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload);
-        });
+        fence.run_fenced(c.conn, [&](pqxx::work& tx) { pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload); });
     };
     // The same three round trips written by hand, without the library: the
     // trigger's and lease_use's cost on the server, and none of the client's.
