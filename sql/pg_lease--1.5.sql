@@ -400,7 +400,7 @@ GRANT SELECT ON @extschema@.lease_counters TO PUBLIC;
 REVOKE ALL ON @extschema@.leases, @extschema@.lease_events, @extschema@.lease_epoch_seq FROM PUBLIC;
 GRANT SELECT ON @extschema@.leases, @extschema@.lease_events, @extschema@.lease_status TO PUBLIC;
 
--- Lease groups (the C++ group_member, client/include/pglease/group_names.hpp):
+-- Lease groups (the C++ group_member, client/include/pglease/internal/group_names.hpp):
 -- every lease of a group is named
 --   'pglease:group/' || <group, '%' as %25 and '/' as %2F> || '/member/' || <weight> || '/' || <identity>
 --   'pglease:group/' || <group, escaped alike> || '/shard/' || <shard>

@@ -28,8 +28,8 @@
 ///       for profiling one path)
 #include "side_by_side.hpp"
 
+#include <pglease/internal/pqxx_compat.hpp>
 #include <pglease/pglease.hpp>
-#include <pglease/pqxx_compat.hpp>
 #include <pqxx/pqxx>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "common/common.hpp"
-#include "run/run_plan.hpp"
+#include "common/run_plan.hpp"
 
 #include <chrono>
 #include <cstdint>

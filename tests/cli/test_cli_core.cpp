@@ -2,12 +2,12 @@
 // payloads, run timings and the command line. No server.
 #include "common/conninfo.hpp"
 #include "common/duration.hpp"
-#include "status/event.hpp"
 #include "common/exit_codes.hpp"
-#include "status/group_format.hpp"
 #include "common/http_endpoint.hpp"
 #include "common/options.hpp"
-#include "run/run_plan.hpp"
+#include "common/run_plan.hpp"
+#include "status/event.hpp"
+#include "status/group_format.hpp"
 #include "status/status_format.hpp"
 #include "status/status_summary.hpp"
 

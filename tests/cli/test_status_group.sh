@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 
 group="$(unique group)/a'b%c"
 json_check() { python3 -c "import json,sys; d=json.load(sys.stdin); $1" || fail "JSON check failed: $1"; }
-# The lease names a group_member uses (client/include/pglease/group_names.hpp).
+# The lease names a group_member uses (client/include/pglease/internal/group_names.hpp).
 esc=${group//%/%25}
 esc=${esc//\//%2F}
 prefix="pglease:group/$esc"

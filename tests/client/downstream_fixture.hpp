@@ -5,7 +5,7 @@
 /// and an old leader holding a short grant.
 #pragma once
 
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>
 

@@ -6,7 +6,8 @@
 #include "pg_fixture.hpp"
 #include "pglease/elector.hpp"
 #include "pglease/error.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <atomic>
 #include <mutex>

@@ -7,7 +7,8 @@
 #include "pg_fixture.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <chrono>
 #include <memory>

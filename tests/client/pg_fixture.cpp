@@ -1,7 +1,7 @@
 /// @file pg_fixture.cpp
 /// @brief Integration-test helpers.
 #include "pg_fixture.hpp"
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <csignal>
 #include <poll.h>

@@ -2,7 +2,7 @@
 /// @brief Ending a server session from a test and waiting until it is gone.
 #pragma once
 
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 #include <pqxx/pqxx>
 
 #include <chrono>

@@ -3,8 +3,9 @@
 /// strings, SQLSTATE mapping. No server needed.
 #include "pglease/elector_config.hpp"
 #include "pglease/error.hpp"
-#include "pglease/identity.hpp"
 #include "pglease/lease_options.hpp"
+
+#include "pglease/internal/identity.hpp"
 #include "pq/conninfo.hpp"
 
 #include <gtest/gtest.h>

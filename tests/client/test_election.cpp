@@ -3,7 +3,7 @@
 /// a fake clock (as client-go tests tryAcquireOrRenew). No server needed.
 #include "fake_backend.hpp"
 #include "fake_clock.hpp"
-#include "pglease/election.hpp"
+#include "pglease/internal/election.hpp"
 
 #include <gtest/gtest.h>
 

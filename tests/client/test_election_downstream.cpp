@@ -6,8 +6,9 @@
 #include "fake_backend.hpp"
 #include "fake_clock.hpp"
 #include "fake_downstream.hpp"
-#include "pglease/election.hpp"
 #include "pglease/error.hpp"
+
+#include "pglease/internal/election.hpp"
 
 #include <gtest/gtest.h>
 

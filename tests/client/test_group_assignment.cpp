@@ -1,9 +1,10 @@
 /// @file test_group_assignment.cpp
 /// @brief Lease group names and the shard assignment: pure functions.
 #include "pglease/error.hpp"
-#include "pglease/group_assignment.hpp"
 #include "pglease/group_config.hpp"
-#include "pglease/group_names.hpp"
+
+#include "pglease/internal/group_assignment.hpp"
+#include "pglease/internal/group_names.hpp"
 
 #include <gtest/gtest.h>
 

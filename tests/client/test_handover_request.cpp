@@ -3,7 +3,7 @@
 /// `pglease run --take-over` and an elector with request_handover send) and when a
 /// holder is asked again; and that a listener going away leaves no thread
 /// inside libpq (a process exiting then aborts in libkrb5's destructors).
-#include "pglease/handover_request.hpp"
+#include "pglease/internal/handover_request.hpp"
 
 #include "loopback_port.hpp"
 

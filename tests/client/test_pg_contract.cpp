@@ -6,7 +6,8 @@
 #include "contract.hpp"
 #include "pg_fixture.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <map>
 #include <thread>

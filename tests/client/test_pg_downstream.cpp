@@ -9,7 +9,7 @@
 // deadline bounds are in test_pg_downstream_bounds.cpp.
 #include "downstream_fixture.hpp"
 #include "pg_terminate.hpp"
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>

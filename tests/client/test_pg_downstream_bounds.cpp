@@ -5,7 +5,7 @@
 // too; the store id is read once per connection.
 #include "downstream_fixture.hpp"
 #include "pg_terminate.hpp"
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>

@@ -11,7 +11,8 @@
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <csignal>
 #include <unistd.h>

@@ -6,9 +6,10 @@
 /// period later the holder takes it again with a new epoch.
 #include "pg_fixture.hpp"
 #include "pglease/group.hpp"
-#include "pglease/group_names.hpp"
 #include "pglease/lease_set.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/group_names.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <atomic>
 #include <mutex>

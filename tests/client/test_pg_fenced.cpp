@@ -12,7 +12,8 @@
 #include "pglease/fence.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 #include "wire_counter.hpp"
 
 #include <cstdio>
@@ -166,8 +167,8 @@ TEST_F(pg_fenced, an_expired_token_fails_the_very_first_write_with_ls002) {
     std::int64_t epoch = 0;
     {
         pqxx::nontransaction q{admin()};
-        epoch = pqxx_compat::exec_params1(
-                    q, "SELECT epoch FROM lease_acquire($1, 'short', '1 s')", name)[0]
+        epoch = pqxx_compat::exec_params1(q, "SELECT epoch FROM lease_acquire($1, 'short', '1 s')",
+                                          name)[0]
                     .as<std::int64_t>();
     }
     pqxx::connection app{""};

@@ -5,7 +5,8 @@
 #include "pg_fenced_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/fence.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <string>
 

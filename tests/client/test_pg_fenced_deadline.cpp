@@ -10,7 +10,8 @@
 #include "pglease/fence.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <csignal>
 #include <sys/types.h>

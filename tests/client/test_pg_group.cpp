@@ -5,7 +5,8 @@
 /// work ever ran in two members at once.
 #include "pg_fixture.hpp"
 #include "pglease/group.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <csignal>
 #include <iostream>

@@ -5,7 +5,7 @@
 /// for its ttl), and stop() with preferred_successor; the successor
 /// confirms the handover with a read, not a second durable commit.
 #include "handover_timeline.hpp"
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -208,7 +208,8 @@ TEST_F(pg_handover, the_successor_confirms_the_handover_with_a_read_not_a_second
     pqxx::nontransaction tx{admin()};
     const auto row = pqxx_compat::exec1(
         tx, "SELECT holder, epoch, renewed_at = acquired_at, clock_timestamp() < expires_at "
-            "FROM leases WHERE name = " + tx.quote(name));
+            "FROM leases WHERE name = " +
+                tx.quote(name));
     EXPECT_EQ(row[0].as<std::string>(), b.identity());
     EXPECT_EQ(row[1].as<std::int64_t>(), r.new_epoch);
     EXPECT_TRUE(row[2].as<bool>()) << "the successor wrote its grant again (an acquire)";

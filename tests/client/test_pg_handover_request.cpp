@@ -6,7 +6,7 @@
 /// keeps it; a request from a role that may not ask is ignored, one from
 /// the holder's own role is served.
 #include "handover_timeline.hpp"
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <atomic>
 #include <mutex>

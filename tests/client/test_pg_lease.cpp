@@ -7,8 +7,9 @@
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
 #include "pglease/scoped_lease.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <atomic>
 #include <future>

@@ -7,7 +7,8 @@
 /// a held lease's stop token follows its renewals.
 #include "pg_fixture.hpp"
 #include "pglease/lease_set.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <atomic>
 #include <map>

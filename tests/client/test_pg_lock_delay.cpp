@@ -9,7 +9,8 @@
 #include "pglease/lease.hpp"
 #include "pglease/lease_set.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <atomic>
 #include <thread>

@@ -6,7 +6,8 @@
 #include "pglease/lease.hpp"
 #include "pglease/observer.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 namespace pglease::test {
 namespace {

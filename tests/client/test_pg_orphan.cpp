@@ -9,7 +9,8 @@
 #include "pg_fixture.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <csignal>
 #include <fstream>

@@ -4,7 +4,7 @@
 // locally and reported by PostgreSQL as a success with a WARNING. Neither
 // run_fenced() nor a lease call may take that for an acknowledgment: both
 // report commit_unknown (patroni#1412: a failover can lose such commits).
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 #include <pglease/pglease.hpp>
 #include <pqxx/pqxx>
 

@@ -7,7 +7,8 @@
 /// PostgreSQL needed.
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include "loopback_port.hpp"
 

@@ -1,7 +1,7 @@
 /// @file test_sql_name.cpp
 /// @brief qualified_name(): the schema is quoted, so no schema name can
 /// change the statement it is spliced into.
-#include <pglease/sql_name.hpp>
+#include <pglease/internal/sql_name.hpp>
 
 #include <gtest/gtest.h>
 

@@ -33,7 +33,7 @@ case "$target" in
 			"$root/client/cli/status/event.cpp" -o "$work/fuzz" ;;
 	cli_args)
 		"${cxx[@]}" -I"$root/client/cli" -I"$(pg_config --includedir)" "$here/fuzz_cli_args.cpp" \
-			"$root"/client/cli/common/{cli_parse,conninfo,duration,http_endpoint}.cpp "$root/client/cli/run/run_plan.cpp" "$root/client/src/pq/conninfo_text.cpp" -lpq -o "$work/fuzz" ;;
+			"$root"/client/cli/common/{cli_parse,conninfo,duration,http_endpoint}.cpp "$root/client/cli/common/run_plan.cpp" "$root/client/src/pq/conninfo_text.cpp" -lpq -o "$work/fuzz" ;;
 	*)
 		echo "unknown fuzz target: $target" >&2
 		exit 2 ;;

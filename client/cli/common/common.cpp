@@ -2,8 +2,9 @@
 /// @brief Connections, messages and error reports shared by the subcommands.
 ///
 /// common/: what every subcommand uses: the command line (cli_parse,
-/// options), durations, connection strings (the library's parser),
-/// `--http` addresses, exit codes, connections and error reports.
+/// options, and run_plan, the timings the command line's --ttl gives
+/// `run`), durations, connection strings (the library's parser), `--http`
+/// addresses, exit codes, connections and error reports.
 #include "common/common.hpp"
 
 #include "common/exit_codes.hpp"

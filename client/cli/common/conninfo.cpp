@@ -2,7 +2,7 @@
 /// @brief -d/-h/-p/-U to one connection string, with libpq's own parser.
 #include "common/conninfo.hpp"
 
-#include "pglease/conninfo_text.hpp"
+#include "pglease/internal/conninfo_text.hpp"
 
 #include <map>
 

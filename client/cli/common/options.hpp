@@ -4,7 +4,7 @@
 
 #include "common/conninfo.hpp"
 #include "common/http_endpoint.hpp"
-#include "run/run_plan.hpp"
+#include "common/run_plan.hpp"
 
 #include <chrono>
 #include <cstdint>

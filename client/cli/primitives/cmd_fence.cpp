@@ -2,7 +2,7 @@
 /// @brief `pglease fence TABLE --lease NAME [--column C]`, `pglease unfence TABLE`.
 #include "commands.hpp"
 #include "common/exit_codes.hpp"
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 
@@ -13,9 +13,9 @@ int cmd_fence(const global_options& g, const std::string& table, const std::stri
     try {
         pqxx::connection conn{plain_conninfo(g)};
         pqxx::nontransaction tx{conn};
-        pqxx_compat::exec_params(tx, "SELECT " + qualified(g, "lease_fence") +
-                           "($1::text::regclass, $2, $3::name)",
-                       table, lease, column);
+        pqxx_compat::exec_params(
+            tx, "SELECT " + qualified(g, "lease_fence") + "($1::text::regclass, $2, $3::name)",
+            table, lease, column);
         info(g, "table " + table + " is fenced by lease \"" + lease + "\" (epoch column " + column +
                     ")");
         return exit_ok;
@@ -28,7 +28,8 @@ int cmd_unfence(const global_options& g, const std::string& table) {
     try {
         pqxx::connection conn{plain_conninfo(g)};
         pqxx::nontransaction tx{conn};
-        pqxx_compat::exec_params(tx, "SELECT " + qualified(g, "lease_unfence") + "($1::text::regclass)", table);
+        pqxx_compat::exec_params(
+            tx, "SELECT " + qualified(g, "lease_unfence") + "($1::text::regclass)", table);
         info(g, "table " + table + " is no longer fenced");
         return exit_ok;
     } catch (const std::exception& e) {

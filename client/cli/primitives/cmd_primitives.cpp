@@ -7,7 +7,7 @@
 #include "common/duration.hpp"
 #include "common/exit_codes.hpp"
 #include "common/over_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <pglease/error.hpp>
 #include <pglease/lease.hpp>
@@ -86,7 +86,8 @@ int cmd_renew(const global_options& g, const primitive_args& a) {
         try {
             if (a.ttl_given)
                 row = pqxx_compat::exec_params1(tx, sql, a.lease, a.identity, a.epoch,
-                                      std::to_string(a.ttl_given->count()) + " milliseconds");
+                                                std::to_string(a.ttl_given->count()) +
+                                                    " milliseconds");
             else
                 row = pqxx_compat::exec_params1(tx, sql, a.lease, a.identity, a.epoch, nullptr);
         } catch (const pqxx::sql_error& e) {

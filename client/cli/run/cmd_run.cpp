@@ -29,7 +29,7 @@
 ///  6. When the job exits, leftover processes in its group get SIGTERM (then
 ///     SIGKILL), the lease is released, and pglease exits with the job's
 ///     status (128 + signal when a signal killed it).
-///  7. Rolling deploys (pglease/handover_request.hpp): a holder LISTENs on
+///  7. Rolling deploys (pglease/internal/handover_request.hpp): a holder LISTENs on
 ///     pg_lease_handover; a request from `run --take-over` whose sending
 ///     session is still there and of the holder's role (or a superuser)
 ///     stops the job as in step 4, then lease_handover() gives the lease to

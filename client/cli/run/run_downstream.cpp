@@ -5,7 +5,7 @@
 #include "common/common.hpp"
 #include "run/run_supervisor.hpp"
 
-#include <pglease/downstream.hpp>
+#include <pglease/internal/downstream.hpp>
 
 namespace pglease::cli {
 

@@ -1,7 +1,7 @@
 /// @file run_handover.cpp
 /// @brief `pglease run`'s lease given back: released, or handed over to a
 /// verified requester after the job is gone; and asking the holder for it
-/// (--take-over) (protocol: pglease/handover_request.hpp).
+/// (--take-over) (protocol: pglease/internal/handover_request.hpp).
 #include "common/common.hpp"
 #include "common/exit_codes.hpp"
 #include "run/run_signals.hpp"

@@ -1,9 +1,9 @@
 /// @file run_observability.cpp
 /// @brief /healthz and /metrics of `pglease run --http`.
 #include "run/run_observability.hpp"
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
-#include <pglease/sql_name.hpp>
+#include <pglease/internal/sql_name.hpp>
 
 #include <httplib.h>
 #include <pqxx/pqxx>
@@ -73,10 +73,11 @@ struct run_observability::state {
             pqxx::connection conn{conninfo};
             pqxx::nontransaction tx{conn};
             pqxx_compat::exec0(tx, "SET statement_timeout = 1000");
-            const auto r =
-                pqxx_compat::exec_params(tx, "SELECT transitions FROM " +
-                                   pglease::qualified_name(schema, "leases") + " WHERE name = $1",
-                               lease.name());
+            const auto r = pqxx_compat::exec_params(tx,
+                                                    "SELECT transitions FROM " +
+                                                        pglease::qualified_name(schema, "leases") +
+                                                        " WHERE name = $1",
+                                                    lease.name());
             transitions.Set(r.empty() ? 0.0 : r[0][0].as<double>());
             read_rejections(tx);
             return true;
@@ -89,7 +90,8 @@ struct run_observability::state {
     /// none for rejections): without, no series.
     void read_rejections(pqxx::nontransaction& tx) {
         try {
-            const auto r = pqxx_compat::exec_params(tx, 
+            const auto r = pqxx_compat::exec_params(
+                tx,
                 "SELECT rejected_stale, rejected_not_held, rejected_no_token FROM " +
                     pglease::qualified_name(schema, "lease_counters") + " WHERE name = $1",
                 lease.name());

@@ -10,7 +10,7 @@
 #include "run/run_signals.hpp"
 
 #include <pglease/error.hpp>
-#include <pglease/identity.hpp>
+#include <pglease/internal/identity.hpp>
 
 #include <poll.h>
 #include <signal.h>

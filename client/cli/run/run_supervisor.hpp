@@ -6,7 +6,7 @@
 
 #include "commands.hpp"
 #include "common/options.hpp"
-#include "pglease/handover_request.hpp"
+#include "pglease/internal/handover_request.hpp"
 #include "run/run_observability.hpp"
 
 #include <pglease/lease.hpp>
@@ -90,7 +90,7 @@ private:
     std::atomic<bool> m_refused{false};
     std::unique_ptr<run_observability> m_http; ///< --http: /healthz and /metrics
 
-    // Handover requests (protocol: pglease/handover_request.hpp).
+    // Handover requests (protocol: pglease/internal/handover_request.hpp).
     std::unique_ptr<handover_requester> m_requester; ///< --take-over, while waiting
     handover_schedule m_ask;                         ///< whom to ask, when
     std::unique_ptr<handover_listener> m_listener;   ///< requests to us, while holding

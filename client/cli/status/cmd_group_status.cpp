@@ -3,9 +3,9 @@
 /// and lease_group_shards views (extension 1.2) for one group.
 #include "commands.hpp"
 #include "common/exit_codes.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 #include "status/grant_columns.hpp"
 #include "status/group_format.hpp"
-#include "pglease/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 

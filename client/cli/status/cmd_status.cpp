@@ -7,9 +7,9 @@
 /// tables or JSON.
 #include "commands.hpp"
 #include "common/exit_codes.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 #include "status/grant_columns.hpp"
 #include "status/status_format.hpp"
-#include "pglease/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 
@@ -27,7 +27,8 @@ int cmd_status(const global_options& g, const std::string& name, const std::stri
         // open fenced transactions per grant: lease_writers, from 1.3 on
         const std::string writers_view = qualified(g, "lease_writers");
         const bool has_writers =
-            pqxx_compat::exec_params1(tx, "SELECT to_regclass($1) IS NOT NULL", writers_view)[0].as<bool>();
+            pqxx_compat::exec_params1(tx, "SELECT to_regclass($1) IS NOT NULL", writers_view)[0]
+                .as<bool>();
         const std::string writers_sql = has_writers
                                             ? "(SELECT count(*) FROM " + writers_view +
                                                   " w WHERE w.epoch = s.epoch AND w.granted)"

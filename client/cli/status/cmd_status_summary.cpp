@@ -3,8 +3,8 @@
 /// and holder, aggregated by the server (one short reply for 100,000 leases).
 #include "commands.hpp"
 #include "common/exit_codes.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 #include "status/status_summary.hpp"
-#include "pglease/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 
@@ -25,8 +25,8 @@ int cmd_status_summary(const global_options& g, const std::string& prefix, bool 
             qualified(g, "lease_status") +
             " WHERE $1::text IS NULL OR starts_with(name, $1) "
             "GROUP BY holder ORDER BY holder NULLS FIRST";
-        const pqxx::result r =
-            prefix.empty() ? pqxx_compat::exec_params(tx, sql, nullptr) : pqxx_compat::exec_params(tx, sql, prefix);
+        const pqxx::result r = prefix.empty() ? pqxx_compat::exec_params(tx, sql, nullptr)
+                                              : pqxx_compat::exec_params(tx, sql, prefix);
         status_summary s;
         for (const auto& row : r) {
             const auto held = row[1].as<std::int64_t>();

@@ -5,7 +5,7 @@
 #include "common/exit_codes.hpp"
 #include "status/event.hpp"
 
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 

@@ -8,7 +8,7 @@
 /// interrupt(), which any thread may call.
 #pragma once
 
-#include "pglease/clock.hpp"
+#include "pglease/internal/clock.hpp"
 
 #include <chrono>
 #include <cstdint>

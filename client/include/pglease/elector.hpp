@@ -4,12 +4,13 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
-#include "pglease/election.hpp"
 #include "pglease/elector_config.hpp"
 #include "pglease/fence.hpp"
-#include "pglease/handover.hpp"
-#include "pglease/stop_token.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/election.hpp"
+#include "pglease/internal/handover.hpp"
+#include "pglease/internal/stop_token.hpp"
 
 #include <atomic>
 #include <future>
@@ -229,7 +230,7 @@ private:
     std::thread m_worker;
     std::atomic<bool> m_work_failed{false};
 
-    // Handover requests (pglease/handover_request.hpp); the elector's
+    // Handover requests (pglease/internal/handover_request.hpp); the elector's
     // thread only.
     std::unique_ptr<handover_listener> m_handover_listener;   ///< during a term
     std::unique_ptr<handover_requester> m_handover_requester; ///< before the first term

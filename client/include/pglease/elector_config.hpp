@@ -2,8 +2,8 @@
 /// @brief Configuration of pglease::elector, validated at construction.
 #pragma once
 
-#include "pglease/holder_config.hpp"
-#include "pglease/stop_token.hpp"
+#include "pglease/internal/holder_config.hpp"
+#include "pglease/internal/stop_token.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -3,7 +3,8 @@
 /// live members of a group. Include this one header.
 #pragma once
 
-#include "pglease/group_assignment.hpp"
 #include "pglease/group_config.hpp"
-#include "pglease/group_member.hpp"
-#include "pglease/group_names.hpp"
+
+#include "pglease/internal/group_assignment.hpp"
+#include "pglease/internal/group_member.hpp"
+#include "pglease/internal/group_names.hpp"

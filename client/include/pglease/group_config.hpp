@@ -2,9 +2,9 @@
 /// @brief Configuration of a lease group member, validated at construction.
 #pragma once
 
-#include "pglease/group_assignment.hpp"
-#include "pglease/holder_config.hpp"
-#include "pglease/stop_token.hpp"
+#include "pglease/internal/group_assignment.hpp"
+#include "pglease/internal/holder_config.hpp"
+#include "pglease/internal/stop_token.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -4,9 +4,10 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
-#include "pglease/fence_token.hpp"
 #include "pglease/lease_options.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/fence_token.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -19,10 +20,6 @@
 #include <pqxx/connection> // run_fenced() is in fence.hpp
 
 namespace pglease {
-
-namespace detail {
-struct fence_bound;
-} // namespace detail
 
 /// One named lease, seen from one holder identity.
 ///
@@ -209,10 +206,11 @@ private:
 
     [[nodiscard]] rep deadline_after(clock::time_point sent) const noexcept;
     /// After a NOTIFY told of a handover to this identity: one read of
-    /// lease_status (backend::status_if_durable); if the server says this identity holds the lease, its
-    /// epoch is taken with the local deadline at the read's send time + the
-    /// time left the server reported - safety margin (no write). False when
-    /// it does not, or too little is left: acquire() then asks as usual.
+    /// lease_status (backend::status_if_durable); if the server says this
+    /// identity holds the lease, its epoch is taken with the local deadline
+    /// at the read's send time + the time left the server reported - safety
+    /// margin (no write). False when it does not, or too little is left:
+    /// acquire() then asks as usual.
     bool confirm_handover();
 
     backend& m_db;

@@ -2,7 +2,7 @@
 /// @brief Settings of one lease: identity, ttl, safety margin.
 #pragma once
 
-#include "pglease/identity.hpp"
+#include "pglease/internal/identity.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -4,9 +4,10 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
-#include "pglease/fenced_grant.hpp"
 #include "pglease/lease_set_config.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/fenced_grant.hpp"
 
 #include <atomic>
 #include <memory>

@@ -4,9 +4,10 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
-#include "pglease/lease_view.hpp"
 #include "pglease/observer_options.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/lease_view.hpp"
 
 #include <atomic>
 #include <chrono>

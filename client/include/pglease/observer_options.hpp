@@ -3,7 +3,8 @@
 #pragma once
 
 #include "pglease/connection_options.hpp"
-#include "pglease/lease_view.hpp"
+
+#include "pglease/internal/lease_view.hpp"
 
 #include <chrono>
 #include <functional>

@@ -4,7 +4,8 @@
 
 #include "pglease/backend.hpp"
 #include "pglease/connection_options.hpp"
-#include "pglease/installation.hpp"
+
+#include "pglease/internal/installation.hpp"
 
 #include <map>
 #include <memory>

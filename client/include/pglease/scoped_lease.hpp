@@ -4,11 +4,12 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
 #include "pglease/connection_options.hpp"
 #include "pglease/fence.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_options.hpp"
+
+#include "pglease/internal/clock.hpp"
 
 #include <chrono>
 #include <condition_variable>

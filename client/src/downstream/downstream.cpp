@@ -1,6 +1,6 @@
 /// @file downstream.cpp
 /// @brief The term-start raise of downstream floors (see downstream.hpp).
-#include "pglease/downstream.hpp"
+#include "pglease/internal/downstream.hpp"
 
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"

@@ -1,9 +1,9 @@
 /// @file election.cpp
 /// @brief tryAcquireOrRenew, as numbered steps.
-#include "pglease/election.hpp"
+#include "pglease/internal/election.hpp"
 
 #include "engine/renew_round.hpp"
-#include "pglease/downstream.hpp"
+#include "pglease/internal/downstream.hpp"
 
 #include "pglease/error.hpp"
 

@@ -12,10 +12,11 @@
 #include "engine/call_observer.hpp"
 #include "engine/loop_thread.hpp"
 #include "engine/validated_config.hpp"
-#include "pglease/downstream.hpp"
 #include "pglease/error.hpp"
-#include "pglease/handover_request.hpp"
 #include "pglease/pq_backend.hpp"
+
+#include "pglease/internal/downstream.hpp"
+#include "pglease/internal/handover_request.hpp"
 #include "pq/conninfo.hpp"
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 /// sender's role check are handover_listener's.
 #include "pglease/elector.hpp"
 
-#include "pglease/handover_request.hpp"
+#include "pglease/internal/handover_request.hpp"
 
 namespace pglease {
 

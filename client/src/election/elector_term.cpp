@@ -6,7 +6,7 @@
 
 #include "engine/call_observer.hpp"
 #include "engine/loop_thread.hpp"
-#include "pglease/handover_request.hpp"
+#include "pglease/internal/handover_request.hpp"
 
 namespace pglease {
 

@@ -3,9 +3,10 @@
 #include "pglease/scoped_lease.hpp"
 
 #include "engine/loop_thread.hpp"
-#include "pglease/downstream.hpp"
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
+
+#include "pglease/internal/downstream.hpp"
 
 #include <algorithm>
 

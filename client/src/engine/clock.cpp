@@ -1,6 +1,6 @@
 /// @file clock.cpp
 /// @brief The steady_clock-backed clock.
-#include "pglease/clock.hpp"
+#include "pglease/internal/clock.hpp"
 
 namespace pglease {
 namespace {

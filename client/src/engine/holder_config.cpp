@@ -1,6 +1,6 @@
 /// @file holder_config.cpp
 /// @brief The timing rules every holder's config shares.
-#include "pglease/holder_config.hpp"
+#include "pglease/internal/holder_config.hpp"
 
 #include "pglease/error.hpp"
 

@@ -1,6 +1,6 @@
 /// @file identity.cpp
 /// @brief host:pid:random identities.
-#include "pglease/identity.hpp"
+#include "pglease/internal/identity.hpp"
 
 #include <unistd.h>
 

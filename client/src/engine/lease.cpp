@@ -8,8 +8,6 @@
 /// the seam the holders talk to: they never see SQL.
 #include "pglease/lease.hpp"
 
-#include "pglease/fence.hpp"
-
 #include "pglease/error.hpp"
 
 #include <algorithm>

@@ -5,9 +5,10 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
-#include "pglease/holder_config.hpp"
 #include "pglease/lease.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/holder_config.hpp"
 
 #include <chrono>
 #include <random>

@@ -1,6 +1,6 @@
 /// @file sql_name.cpp
 /// @brief qualified_name(): a schema-qualified name as SQL text.
-#include "pglease/sql_name.hpp"
+#include "pglease/internal/sql_name.hpp"
 
 namespace pglease {
 

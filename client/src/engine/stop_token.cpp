@@ -1,6 +1,6 @@
 /// @file stop_token.cpp
 /// @brief stop_token / stop_source over a shared mutex + condition variable.
-#include "pglease/stop_token.hpp"
+#include "pglease/internal/stop_token.hpp"
 
 #include <algorithm>
 #include <atomic>

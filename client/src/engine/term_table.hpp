@@ -5,11 +5,12 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
-#include "pglease/holder_config.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_options.hpp"
-#include "pglease/stop_token.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/holder_config.hpp"
+#include "pglease/internal/stop_token.hpp"
 
 #include <algorithm>
 #include <array>

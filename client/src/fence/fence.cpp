@@ -5,7 +5,7 @@
 /// declared in the transaction (lease_use or SET LOCAL pg_lease.epoch),
 /// the deadline that cancels a transaction outliving its lease, and the
 /// mapping of the server's refusals to pglease's errors.
-#include "pglease/fence.hpp"
+#include "pglease/internal/fenced_scope.hpp"
 
 #include "pq/pqxx_sqlstate.hpp"
 

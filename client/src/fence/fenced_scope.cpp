@@ -1,7 +1,8 @@
 /// @file fenced_scope.cpp
 /// @brief The deadline, the BEGIN retries and the error mapping of one
 /// fenced transaction.
-#include "pglease/fence.hpp"
+#include "pglease/internal/fenced_scope.hpp"
+
 #include "pq/call_watchdog.hpp"
 #include "pq/pqxx_sqlstate.hpp"
 

@@ -1,7 +1,7 @@
 /// @file fenced_work.cpp
 /// @brief The fenced block: BEGIN and SET LOCAL pg_lease.epoch in one
 /// simple query, on a pqxx::nontransaction (libpqxx's public API only).
-#include "pglease/fenced_work.hpp"
+#include "pglease/internal/fenced_work.hpp"
 
 #include "pglease/error.hpp"
 

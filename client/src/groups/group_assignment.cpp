@@ -1,6 +1,6 @@
 /// @file group_assignment.cpp
 /// @brief Rendezvous hashing with bounded loads.
-#include "pglease/group_assignment.hpp"
+#include "pglease/internal/group_assignment.hpp"
 
 #include <algorithm>
 #include <cmath>

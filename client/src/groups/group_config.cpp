@@ -3,7 +3,8 @@
 #include "pglease/group_config.hpp"
 
 #include "pglease/error.hpp"
-#include "pglease/group_names.hpp"
+
+#include "pglease/internal/group_names.hpp"
 
 #include <algorithm>
 #include <array>

@@ -6,7 +6,7 @@
 /// membership and shard lease names, the assignment (rendezvous hashing by
 /// weight), group_state (the state machine) and group_member (its thread and
 /// the shards' work).
-#include "pglease/group_member.hpp"
+#include "pglease/internal/group_member.hpp"
 
 #include "engine/call_observer.hpp"
 #include "engine/loop_thread.hpp"

@@ -1,6 +1,6 @@
 /// @file group_names.cpp
 /// @brief The lease names of a lease group: build and parse.
-#include "pglease/group_names.hpp"
+#include "pglease/internal/group_names.hpp"
 
 namespace pglease {
 namespace {

@@ -4,7 +4,8 @@
 
 #include "engine/renew_round.hpp"
 #include "pglease/error.hpp"
-#include "pglease/group_names.hpp"
+
+#include "pglease/internal/group_names.hpp"
 
 #include <algorithm>
 #include <utility>

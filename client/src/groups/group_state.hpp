@@ -6,10 +6,11 @@
 
 #include "engine/term_table.hpp"
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
-#include "pglease/group_assignment.hpp"
 #include "pglease/group_config.hpp"
 #include "pglease/lease.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/group_assignment.hpp"
 
 #include <atomic>
 #include <cstdint>

@@ -1,9 +1,9 @@
 /// @file handover_listener.cpp
 /// @brief Handover requests: sending one, and checking the ones that come
-/// to a holder (protocol: pglease/handover_request.hpp).
-#include "pglease/handover_request.hpp"
+/// to a holder (protocol: pglease/internal/handover_request.hpp).
+#include "pglease/internal/handover_request.hpp"
 
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include <pqxx/pqxx>
 

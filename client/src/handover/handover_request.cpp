@@ -1,6 +1,6 @@
 /// @file handover_request.cpp
 /// @brief Handover request payloads.
-#include "pglease/handover_request.hpp"
+#include "pglease/internal/handover_request.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 /// @file lease_view.cpp
 /// @brief The changes an observer reports, from two readings.
-#include "pglease/lease_view.hpp"
+#include "pglease/internal/lease_view.hpp"
 
 namespace pglease {
 

@@ -4,7 +4,7 @@
 
 #include "pglease/error.hpp"
 
-#include "pglease/conninfo_text.hpp"
+#include "pglease/internal/conninfo_text.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 /// @file conninfo_text.cpp
 /// @brief libpq connection strings as key=value settings.
-#include "pglease/conninfo_text.hpp"
+#include "pglease/internal/conninfo_text.hpp"
 
 #include <libpq-fe.h>
 

@@ -7,7 +7,7 @@
 /// libpqxx connection around it is made in pqxx_compat (connect_bounded).
 #pragma once
 
-#include "pglease/clock.hpp"
+#include "pglease/internal/clock.hpp"
 
 #include <libpq-fe.h>
 

@@ -4,8 +4,8 @@
 /// asks; this is for reports (`pglease status --server`).
 #include "pq/pq_session.hpp"
 
-#include "pglease/sql_name.hpp"
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
+#include "pglease/internal/sql_name.hpp"
 
 namespace pglease {
 namespace {
@@ -35,8 +35,8 @@ constexpr const char* describe_sql =
 installation pq_backend::installation(clock::time_point deadline) {
     return call("installation", detail::bounded(deadline, m_options.call_timeout), [&] {
         pqxx::nontransaction& tx = m_session->calls();
-        const pqxx::result r =
-            pqxx_compat::exec_params(tx, describe_sql, qualified_name(m_options.schema, "lease_status"));
+        const pqxx::result r = pqxx_compat::exec_params(
+            tx, describe_sql, qualified_name(m_options.schema, "lease_status"));
         if (r.empty())
             throw error{"pg_lease is not installed " + (m_options.schema.empty()
                                                             ? std::string{"on the search_path"}
@@ -58,7 +58,8 @@ installation pq_backend::installation(clock::time_point deadline) {
             out.version = row[3].as<std::string>();
         else if (sql)
             out.version =
-                pqxx_compat::exec1(tx, "SELECT " + qualified_name(out.schema, "lease_sql_version") + "()")[0]
+                pqxx_compat::exec1(tx, "SELECT " + qualified_name(out.schema, "lease_sql_version") +
+                                           "()")[0]
                     .as<std::string>();
         return out;
     });

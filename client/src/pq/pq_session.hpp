@@ -7,7 +7,8 @@
 
 #include "pglease/error.hpp"
 #include "pglease/pq_backend.hpp"
-#include "pglease/pqxx_compat.hpp"
+
+#include "pglease/internal/pqxx_compat.hpp"
 #include "pq/call_watchdog.hpp"
 #include "pq/event_payload.hpp"
 #include "pq/pq_statements.hpp"

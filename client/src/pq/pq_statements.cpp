@@ -2,7 +2,7 @@
 /// @brief The text and prepared name of each pq_backend statement.
 #include "pq/pq_statements.hpp"
 
-#include "pglease/sql_name.hpp"
+#include "pglease/internal/sql_name.hpp"
 
 #include <cstdint>
 #include <utility>

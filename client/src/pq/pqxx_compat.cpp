@@ -1,6 +1,6 @@
 /// @file pqxx_compat.cpp
 /// @brief The libpqxx version differences (see pqxx_compat.hpp).
-#include "pglease/pqxx_compat.hpp"
+#include "pglease/internal/pqxx_compat.hpp"
 
 #include "pq/pq_connect.hpp"
 

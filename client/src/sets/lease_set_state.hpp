@@ -6,10 +6,11 @@
 
 #include "engine/term_table.hpp"
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/lease_set_config.hpp"
-#include "pglease/stop_token.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/stop_token.hpp"
 
 #include <atomic>
 #include <cstddef>

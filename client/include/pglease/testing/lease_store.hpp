@@ -6,8 +6,9 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
 #include "pglease/fence.hpp"
+
+#include "pglease/internal/clock.hpp"
 
 #include <chrono>
 #include <cstdint>

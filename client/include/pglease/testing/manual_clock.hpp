@@ -2,7 +2,7 @@
 /// @brief A clock that moves only when told to, for unit tests.
 #pragma once
 
-#include "pglease/clock.hpp"
+#include "pglease/internal/clock.hpp"
 
 #include <atomic>
 

@@ -1,6 +1,6 @@
 /// @file run_plan.cpp
 /// @brief Timings of `pglease run`.
-#include "run/run_plan.hpp"
+#include "common/run_plan.hpp"
 
 #include "common/duration.hpp"
 

@@ -3,7 +3,7 @@
 /// source the elector signals it with (C++17 has no std::stop_token).
 #pragma once
 
-#include "pglease/clock.hpp"
+#include "pglease/internal/clock.hpp"
 
 #include <chrono>
 #include <memory>

@@ -5,8 +5,9 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
 #include "pglease/connection_options.hpp"
+
+#include "pglease/internal/clock.hpp"
 
 #include <cstdint>
 #include <functional>

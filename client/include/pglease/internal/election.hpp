@@ -4,9 +4,10 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
 #include "pglease/elector_config.hpp"
 #include "pglease/lease.hpp"
+
+#include "pglease/internal/clock.hpp"
 
 #include <atomic>
 #include <cstdint>

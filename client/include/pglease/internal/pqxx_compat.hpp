@@ -15,7 +15,7 @@
 ///   pqxx::params, prepared ones pqxx::prepped; 8.x's connection is final.
 #pragma once
 
-#include "pglease/clock.hpp"
+#include "pglease/internal/clock.hpp"
 
 #include <pqxx/pqxx>
 
@@ -193,8 +193,7 @@ inline pqxx::result no_rows(pqxx::result r, const std::string& what) {
 
 /// exec_prepared() of a statement that returns exactly one row: that row.
 template <typename... Args>
-pqxx::row exec_prepared1(pqxx::transaction_base& tx, const std::string& name,
-                         const Args&... args) {
+pqxx::row exec_prepared1(pqxx::transaction_base& tx, const std::string& name, const Args&... args) {
     return only_row(exec_prepared(tx, name, args...), name);
 }
 

@@ -4,11 +4,12 @@
 #pragma once
 
 #include "pglease/backend.hpp"
-#include "pglease/clock.hpp"
 #include "pglease/error.hpp"
-#include "pglease/fenced_grant.hpp"
 #include "pglease/group_config.hpp"
-#include "pglease/stop_token.hpp"
+
+#include "pglease/internal/clock.hpp"
+#include "pglease/internal/fenced_grant.hpp"
+#include "pglease/internal/stop_token.hpp"
 
 #include <atomic>
 #include <map>

@@ -5,8 +5,9 @@
 #pragma once
 
 #include "pglease/connection_options.hpp"
-#include "pglease/identity.hpp"
 #include "pglease/lease_options.hpp"
+
+#include "pglease/internal/identity.hpp"
 
 #include <chrono>
 #include <optional>

@@ -3,7 +3,7 @@
 /// callable that takes a pqxx::transaction_base& (or auto&).
 #pragma once
 
-#include "pglease/fence_token.hpp"
+#include "pglease/internal/fence_token.hpp"
 
 #include <pqxx/connection>
 #include <pqxx/nontransaction>

@@ -2,7 +2,7 @@
 /// @brief What an observer knows of a lease, and the changes it reports.
 #pragma once
 
-#include "pglease/clock.hpp"
+#include "pglease/internal/clock.hpp"
 
 #include <cstdint>
 #include <optional>
