@@ -151,7 +151,11 @@ void pg_evict::stalled_leader_is_evicted(stall how) {
         steady::time_point{steady::duration{started_at.load()}} - expired);
     std::cout << "[ timing ] lease expired -> follower leads behind a stalled writer: "
               << took.count() << " ms\n";
-    EXPECT_LT(took, 2000ms); // takeover_timeout 1 s + eviction + one retry
+    // takeover_timeout 1 s + eviction + one retry (300 ms), and the new
+    // elector's connect and first try: 1.4-1.8 s in CI, 2,007 ms once in the
+    // busiest window of a fresh run (SQL edition on 13), against 2 s then.
+    // A writer not evicted keeps the follower out past the 6 s above.
+    EXPECT_LT(took, 3000ms);
     EXPECT_GT(new_epoch.load(), old_epoch);
     {
         pqxx::nontransaction q{admin()};
