@@ -11,10 +11,12 @@
 #
 # Kinds (the fenced ones: a one-row INSERT, the token declared as named):
 #   unfenced     SET LOCAL pg_lease.epoch, INSERT into an unfenced twin
-#   empty        the same into a table whose trigger is SECURITY DEFINER
-#                with SET search_path and only RETURN NEW: PL/pgSQL's floor
-#   least        the least a correct fence does: the fence lock, then the
-#                lease row in a new statement, checked (no stamping)
+#   empty        the same into a table whose trigger only returns NEW:
+#                PL/pgSQL's floor
+#   least        the cheapest correct fence (bench/sql_edition/sql_edition_floor.sql):
+#                the fence lock, then the lease row in a new statement,
+#                checked (no stamping)
+#   least_definer  the same, SECURITY DEFINER (as the edition's must be)
 #   fenced       SET LOCAL pg_lease.epoch, then the edition's fence
 #   fenced_use   lease_use(), then the edition's fence
 #   fenced_row   the epoch in the row, the edition's fence
@@ -24,7 +26,7 @@
 #   renew        lease_renew
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kinds=${*:-unfenced empty least fenced fenced_use fenced_row fenced_col renew_bare renew}
+kinds=${*:-unfenced empty least least_definer fenced fenced_use fenced_row fenced_col renew_bare renew}
 source "$here/../../tests/harness/pg_cluster.sh"
 pg_cluster_start cg >/dev/null
 edition=${SQL_EDITION_FILE:-$PG_CLUSTER_ROOT/pg_lease_sql.sql}
@@ -57,7 +59,7 @@ transaction()
 	local into="BEGIN; SET LOCAL pg_lease.epoch = '$ef'; INSERT INTO"
 	case $1 in
 	unfenced) echo "$into unfenced (payload) VALUES ('x'); COMMIT;" ;;
-	empty | least | fenced) echo "$into $1 (payload) VALUES ('x'); COMMIT;" ;;
+	empty | least | least_definer | fenced) echo "$into $1 (payload) VALUES ('x'); COMMIT;" ;;
 	fenced_col) echo "$into fenced_col (payload) VALUES ('x'); COMMIT;" ;;
 	fenced_use) echo "BEGIN; SELECT lease_use('f', $ef); INSERT INTO fenced (payload) VALUES ('x'); COMMIT;" ;;
 	fenced_row) echo "BEGIN; INSERT INTO fenced (payload, epoch) VALUES ('x', $ef); COMMIT;" ;;

@@ -12,9 +12,10 @@
 #
 # Fence variants, each a one-row INSERT after SET LOCAL pg_lease.epoch:
 #   unfenced     no trigger
-#   empty        a SECURITY DEFINER trigger with SET search_path: RETURN NEW
-#   least        the least a correct fence does: the fence lock, then the
-#                lease row in a new statement, checked against the token
+#   empty        a trigger that only returns NEW
+#   least        the cheapest correct fence (sql_edition_floor.sql): the
+#                fence lock, then the lease row in a new statement, checked
+#                against the token
 #   one_table    that, with the declared token looked up and stamped into
 #                the row, written for one table (its lease and column named)
 #   edition      the SQL edition's fence (lease_fence)

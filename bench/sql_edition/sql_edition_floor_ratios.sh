@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # How close the SQL edition's fence comes to the least any PL/pgSQL fence
-# costs, in throughput (issue 36): one-row INSERT transactions into five
-# tables of one server, pgbench in turn (the order rotated each round),
+# costs, in throughput (issues 36, 52): one-row INSERT transactions into
+# six tables of one server, pgbench in turn (the order rotated each round),
 # each against the plain `BEGIN; INSERT; COMMIT` into an unfenced table:
 #   set          SET LOCAL pg_lease.epoch, then the INSERT (no trigger)
 #   empty        a trigger that only returns (bench/sql_edition/sql_edition_floor.sql)
-#   least        the least correct fence: lock, then the row, checked
+#   least        the cheapest correct fence: lock, then the row, checked
+#   least_definer  the same, SECURITY DEFINER (as the edition's must be)
 #   edition      the SQL edition's fence, the token in pg_lease.epoch
 #   edition_row  the SQL edition's fence, the token in the row
 # Prints each round's transactions per second, then the ratio of each
@@ -37,10 +38,11 @@ script "" "unfenced (payload) VALUES ('x')" plain
 script "$set_local" "unfenced (payload) VALUES ('x')" set
 script "$set_local" "empty (payload) VALUES ('x')" empty
 script "$set_local" "least (payload) VALUES ('x')" least
+script "$set_local" "least_definer (payload) VALUES ('x')" least_definer
 script "$set_local" "edition (payload) VALUES ('x')" edition
 script "" "edition (payload, epoch) VALUES ('x', $e)" edition_row
 
-kinds=(plain set empty least edition edition_row)
+kinds=(plain set empty least least_definer edition edition_row)
 declare -A tps
 echo "sql_edition_floor_ratios: $(nproc) cores, $c clients; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do

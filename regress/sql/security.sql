@@ -117,9 +117,42 @@ INSERT INTO public.alice_jobs VALUES (3, 140737488362329);
 INSERT INTO public.alice_jobs VALUES (3, 140737488362330);
 SET search_path = pg_temp, regress_evil, public;
 INSERT INTO public.alice_jobs VALUES (4, 140737488362329);
+-- bigint equality, timestamptz order and a type named jsonb shadowed too:
+-- what a trigger that pins no search_path (the SQL edition's, for speed)
+-- would look up unqualified; stale and expired tokens are still refused,
+-- by the row, pg_lease.epoch and lease_use, and the current one stamped
+CREATE FUNCTION regress_evil.int8eq(bigint, bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
+CREATE OPERATOR regress_evil.= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = regress_evil.int8eq);
+CREATE FUNCTION regress_evil.tstzlt(timestamptz, timestamptz) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
+CREATE OPERATOR regress_evil.< (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = regress_evil.tstzlt);
+CREATE TEMP TABLE jsonb (x int);
+CREATE TABLE regress_evil.bob_jobs (id int, epoch bigint);
+SELECT public.lease_fence('regress_evil.bob_jobs', 'sec_short');
+SELECT epoch AS short_epoch FROM public.lease_acquire('sec_short', 'bob-3', '10 ms') \gset
+SET search_path = regress_evil, pg_catalog, public;
+SELECT 7::bigint = 8::bigint AS hijacked_bigint_equality, now() < '2000-01-01'::timestamptz AS hijacked_order;
+INSERT INTO public.alice_jobs VALUES (5, 140737488362329);
+BEGIN;
+SET LOCAL pg_lease.epoch = '140737488362329';
+INSERT INTO public.alice_jobs (id) VALUES (5);
+ROLLBACK;
+BEGIN;
+SELECT public.lease_use('sec', 140737488362329);
+INSERT INTO public.alice_jobs (id) VALUES (5);
+ROLLBACK;
+SELECT pg_catalog.pg_sleep(0.1);
+INSERT INTO regress_evil.bob_jobs VALUES (1, :short_epoch);
+BEGIN;
+SET LOCAL pg_lease.epoch = :'short_epoch';
+INSERT INTO regress_evil.bob_jobs (id) VALUES (1);
+ROLLBACK;
+BEGIN;
+SET LOCAL pg_lease.epoch = '140737488362330';
+INSERT INTO public.alice_jobs (id, epoch) VALUES (6, 1);
+COMMIT;
 RESET search_path;
 RESET ROLE;
-DROP TABLE pg_temp.leases;
+DROP TABLE pg_temp.leases, pg_temp.jsonb;
 SELECT name, holder, epoch - :tl1 AS epoch FROM leases WHERE name = 'sec';
 SELECT id, epoch - :tl1 AS epoch FROM alice_jobs ORDER BY id;
 

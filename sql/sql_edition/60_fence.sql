@@ -106,102 +106,137 @@ $use$;
 
 -- SECURITY DEFINER: a writer need not read the floors, nor raise one but
 -- through a write under a token named for the lease (as in C, where the
--- floor is written as the floors table's owner).
+-- floor is written as the floors table's owner). No SET search_path: it
+-- would cost a tenth of a fenced write (the setting is made and undone on
+-- every call). Instead every name the trigger looks up is
+-- schema-qualified, functions, operators and types alike, so no
+-- search_path a writer sets can redirect it (regress: security); the full
+-- check, which pins its search_path, is a function of its own.
 CREATE FUNCTION @extschema@.lease_fence_trigger()
 	LANGUAGE plpgsql SECURITY DEFINER
-	SET search_path = pg_catalog, pg_temp
 	AS $fence_trigger$
 DECLARE
-	lease text;
-	col text;
-	source text;	-- declared, setting, row
 	token bigint;
-	store text;
-	raw text;		-- pg_lease.epoch
-	-- TG_TABLE_NAME as text of the default collation: passed as a name
-	-- (collation "C"), it would make the callee's text parameters "C" too,
-	-- and their lookups could not use the leases' and floors' indexes
-	tbl text;
-	listed bigint[];
-	newrow jsonb;	-- NEW (or OLD for DELETE) as jsonb, made once
+	raw pg_catalog.text;	-- pg_lease.epoch
+	ok boolean;
 	passed boolean;
-	until timestamptz;
+	bound boolean;	-- a writer the owner may not end bounds itself
+	until pg_catalog.timestamptz;
+	newrow pg_catalog.jsonb;
+	-- the names as text of the default collation: passed as names
+	-- (collation "C"), they would make the callee's text parameters "C"
+	-- too, and its lookups could not use the leases' and floors' indexes
+	tbl pg_catalog.text;
+	trg pg_catalog.text;
 BEGIN
-	-- The fast path, in as few statements as PL/pgSQL allows (each is set
-	-- up again in every transaction): a row of a local fence, under a token
+	-- The fast path, in as few statements as PL/pgSQL allows (each costs
+	-- one evaluation per row): a row of a local fence, under a token
 	-- declared by lease_use or pg_lease.epoch (one epoch), or on INSERT the
 	-- row's own in a column named epoch (the default); it takes the same
-	-- fence lock and reads the same row as the full check below. It only
-	-- ever lets a write pass: anything else (a list, another column, a
-	-- snapshot older than the row's last change, every refusal) goes on to
-	-- the full check, which decides and names the error.
-	IF TG_NARGS = 2 AND TG_LEVEL = 'ROW' AND TG_WHEN = 'BEFORE' THEN
-		IF current_setting('pg_lease_sql.declared', true) <> '' THEN
-			token := (current_setting('pg_lease_sql.declared', true)::jsonb ->> TG_ARGV[0])::bigint;
+	-- fence lock and reads the same row as the full check. It only ever
+	-- lets a write pass: anything else (a list, another column, a snapshot
+	-- older than the row's last change, every refusal) goes on to the full
+	-- check, which decides and names the error.
+	IF TG_NARGS OPERATOR(pg_catalog.=) 2 AND TG_LEVEL OPERATOR(pg_catalog.=) 'ROW'
+	   AND TG_WHEN OPERATOR(pg_catalog.=) 'BEFORE' THEN
+		IF pg_catalog.current_setting('pg_lease_sql.declared', true) OPERATOR(pg_catalog.<>) '' THEN
+			token := (pg_catalog.current_setting('pg_lease_sql.declared', true)::pg_catalog.jsonb
+					  OPERATOR(pg_catalog.->>) TG_ARGV[0])::bigint;
 		END IF;
 		IF token IS NULL THEN
-			raw := current_setting('pg_lease.epoch', true);
-			IF length(raw) BETWEEN 1 AND 18 AND raw ~ '^[0-9]+$' THEN
+			-- one epoch of 1 to 18 digits (no regular expression: it would
+			-- cost a tenth of a fenced write)
+			raw := pg_catalog.current_setting('pg_lease.epoch', true);
+			IF pg_catalog.ltrim(raw, '0123456789') OPERATOR(pg_catalog.=) '' AND raw OPERATOR(pg_catalog.<>) ''
+			   AND pg_catalog.octet_length(raw) OPERATOR(pg_catalog.<=) 18 THEN
 				token := raw::bigint;
-			ELSIF (raw IS NULL OR raw = '') AND TG_OP = 'INSERT' AND TG_ARGV[1] = 'epoch' THEN
+			ELSIF (raw IS NULL OR raw OPERATOR(pg_catalog.=) '') AND TG_OP OPERATOR(pg_catalog.=) 'INSERT'
+				  AND TG_ARGV[1] OPERATOR(pg_catalog.=) 'epoch' THEN
 				token := NEW.epoch;	-- (named only where the column is: a missing one raises 42703)
 			END IF;
 		END IF;
-		IF token IS NOT NULL THEN
-			PERFORM pg_advisory_xact_lock_shared(19539, @extschema@.lease_sql_fence_key(token));
-			-- A new statement: its snapshot is taken after the lock is granted.
-			-- Under REPEATABLE READ or SERIALIZABLE, a row version that some
-			-- transaction replaced or locked (its xmax set) goes on to the full
-			-- check, which tells an old snapshot from a lock.
-			SELECT l.epoch = token AND l.holder IS NOT NULL AND clock_timestamp() < l.expires_at
-				   AND (l.xmax = '0'::xid OR current_setting('transaction_isolation') = 'read committed'),
-				   l.expires_at
-			  INTO passed, until
-			  FROM @extschema@.leases l WHERE l.name = TG_ARGV[0];
-			-- A writer the owner (current_user) may not end bounds itself.
-			IF passed AND current_setting('pg_lease_sql.may_end', true) IS DISTINCT FROM session_user THEN
+	END IF;
+	IF token IS NOT NULL THEN
+		-- (an assignment: PERFORM would run a whole query)
+		ok := pg_catalog.pg_advisory_xact_lock_shared(19539, @extschema@.lease_sql_fence_key(token)) IS NULL;
+		-- A new statement: its snapshot is taken after the lock is granted.
+		-- Under REPEATABLE READ or SERIALIZABLE, a row version that some
+		-- transaction replaced or locked (its xmax set) goes on to the full
+		-- check, which tells an old snapshot from a lock.
+		SELECT l.epoch OPERATOR(pg_catalog.=) token AND l.holder IS NOT NULL
+			   AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) l.expires_at
+			   AND (l.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid
+					OR pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed'),
+			   l.expires_at,
+			   (pg_catalog.current_setting('pg_lease_sql.may_end', true) OPERATOR(pg_catalog.=) session_user) IS NOT TRUE
+		  INTO passed, until, bound
+		  FROM @extschema@.leases l WHERE l.name OPERATOR(pg_catalog.=) TG_ARGV[0];
+		IF passed THEN
+			IF bound THEN
 				PERFORM @extschema@.lease_sql_bound_idle(until);
 			END IF;
-			IF passed AND TG_OP <> 'DELETE' AND TG_ARGV[1] = 'epoch' THEN
+			IF TG_ARGV[1] OPERATOR(pg_catalog.=) 'epoch' AND TG_OP OPERATOR(pg_catalog.<>) 'DELETE' THEN
 				NEW.epoch := token;	-- the token goes into the row (by name: a third of jsonb's cost)
 				RETURN NEW;
-			ELSIF passed AND TG_OP = 'DELETE' THEN
+			ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
 				RETURN OLD;
-			ELSIF passed THEN
-				newrow := to_jsonb(NEW);
-				IF newrow ? TG_ARGV[1] THEN
-					IF (newrow ->> TG_ARGV[1])::bigint IS DISTINCT FROM token THEN
-						NEW := jsonb_populate_record(NEW, jsonb_build_object(TG_ARGV[1], token));
-					END IF;
-					RETURN NEW;
+			END IF;
+			newrow := pg_catalog.to_jsonb(NEW);
+			IF newrow OPERATOR(pg_catalog.?) TG_ARGV[1] THEN
+				IF ((newrow OPERATOR(pg_catalog.->>) TG_ARGV[1])::bigint OPERATOR(pg_catalog.=) token) IS NOT TRUE THEN
+					NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(TG_ARGV[1], token));
 				END IF;
+				RETURN NEW;
 			END IF;
 		END IF;
 	END IF;
 
 	tbl := TG_TABLE_NAME;
-	IF TG_WHEN <> 'BEFORE' OR (TG_LEVEL <> 'ROW' AND TG_OP <> 'TRUNCATE') THEN
+	trg := TG_NAME;
+	token := @extschema@.lease_sql_fence_full(TG_OP, TG_WHEN, TG_LEVEL, TG_NARGS, trg, tbl, TG_ARGV[0], TG_ARGV[1],
+											 TG_ARGV[2], pg_catalog.to_jsonb(NEW), pg_catalog.to_jsonb(OLD));
+	IF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
+		RETURN NULL;
+	ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+		RETURN OLD;
+	ELSIF token IS NOT NULL THEN
+		-- a declared token goes into the row, so the table records who wrote it
+		NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(TG_ARGV[1], token));
+	END IF;
+	RETURN NEW;
+END
+$fence_trigger$;
+
+-- The full check of lease_fence_trigger (the trigger's own variables come
+-- as arguments, store that of a downstream fence; it runs as the trigger,
+-- as the owner): every kind of
+-- trigger, token and fence, each refusal named. Returns the token the row
+-- must carry when it does not yet (NULL: nothing to write into the row).
+CREATE FUNCTION @extschema@.lease_sql_fence_full(op text, fire text, level text, nargs integer,
+												 trigger_name text, tbl text, lease text, col text,
+												 store text, newrow jsonb, oldrow jsonb)
+	RETURNS bigint
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $fence_full$
+DECLARE
+	source text;	-- declared, setting, row
+	token bigint;
+	raw text;		-- pg_lease.epoch
+	listed bigint[];
+	therow jsonb := coalesce(newrow, oldrow);	-- NEW (or OLD for DELETE)
+BEGIN
+	IF fire <> 'BEFORE' OR (level <> 'ROW' AND op <> 'TRUNCATE') THEN
 		RAISE EXCEPTION 'lease_fence_trigger() must fire BEFORE, for each row or on TRUNCATE'
 			USING ERRCODE = '39P01', HINT = 'Install fences with lease_fence().';
-	ELSIF TG_NARGS NOT IN (2, 3) THEN
-		RAISE EXCEPTION 'fence trigger "%" on "%" must have two or three arguments', TG_NAME, TG_TABLE_NAME
+	ELSIF nargs NOT IN (2, 3) THEN
+		RAISE EXCEPTION 'fence trigger "%" on "%" must have two or three arguments', trigger_name, tbl
 			USING ERRCODE = '39P01', HINT = 'Install fences with lease_fence().';
 	END IF;
-	lease := TG_ARGV[0];
-	col := TG_ARGV[1];
-	store := TG_ARGV[2];	-- a downstream fence: a lease of another database
-	IF TG_LEVEL = 'ROW' THEN
-		IF TG_OP = 'DELETE' THEN
-			newrow := to_jsonb(OLD);
-		ELSE
-			newrow := to_jsonb(NEW);
-		END IF;
-		IF NOT newrow ? col THEN
-			RAISE EXCEPTION 'epoch column "%" of fenced table "%" does not exist', col, TG_TABLE_NAME
-				USING ERRCODE = '42703';
-		END IF;
+	IF level = 'ROW' AND NOT therow ? col THEN
+		RAISE EXCEPTION 'epoch column "%" of fenced table "%" does not exist', col, tbl
+			USING ERRCODE = '42703';
 	END IF;
-
 	-- 1. A token the transaction declared: lease_use, or pg_lease.epoch
 	--    (from a list, the lease's current epoch, else the largest listed).
 	token := (nullif(current_setting('pg_lease_sql.declared', true), '')::jsonb ->> lease)::bigint;
@@ -228,9 +263,9 @@ BEGIN
 	-- 2, 3. The row's epoch column: on INSERT, and on UPDATE when the
 	-- statement changes it (a stale writer that leaves it alone must not
 	-- pass on the epoch the current leader wrote earlier).
-	IF source IS NULL AND TG_OP IN ('INSERT', 'UPDATE') THEN
-		token := (newrow ->> col)::bigint;
-		IF TG_OP = 'UPDATE' AND token IS NOT DISTINCT FROM (to_jsonb(OLD) ->> col)::bigint THEN
+	IF source IS NULL AND op IN ('INSERT', 'UPDATE') THEN
+		token := (therow ->> col)::bigint;
+		IF op = 'UPDATE' AND token IS NOT DISTINCT FROM (oldrow ->> col)::bigint THEN
 			token := NULL;
 		END IF;
 		IF token IS NOT NULL THEN
@@ -238,7 +273,7 @@ BEGIN
 		END IF;
 	END IF;
 	IF source IS NULL THEN
-		RAISE EXCEPTION 'write to fenced table "%" carries no fencing token for lease "%"', TG_TABLE_NAME, lease
+		RAISE EXCEPTION 'write to fenced table "%" carries no fencing token for lease "%"', tbl, lease
 			USING ERRCODE = 'LS003',
 				  DETAIL = format('The table is fenced by lease "%s".', lease),
 				  HINT = coalesce(@extschema@.lease_sql_copy_hint(), format('Call lease_use(''%s'', <epoch>) in the transaction, set pg_lease.epoch, or write the epoch into column "%s".', lease, col));
@@ -252,17 +287,14 @@ BEGIN
 		token := @extschema@.lease_sql_fence_check(lease, tbl, source, token, listed);
 	END IF;
 
-	IF TG_OP = 'TRUNCATE' THEN
+	IF op IN ('TRUNCATE', 'DELETE') OR source = 'row' OR (therow ->> col)::bigint IS NOT DISTINCT FROM token THEN
 		RETURN NULL;
-	ELSIF TG_OP = 'DELETE' THEN
-		RETURN OLD;
-	ELSIF source <> 'row' AND (newrow ->> col)::bigint IS DISTINCT FROM token THEN
-		-- a declared token goes into the row, so the table records who wrote it
-		NEW := jsonb_populate_record(NEW, jsonb_build_object(col, token));
 	END IF;
-	RETURN NEW;
+	RETURN token;
 END
-$fence_trigger$;
+$fence_full$;
+REVOKE EXECUTE ON FUNCTION @extschema@.lease_sql_fence_full(text, text, text, integer, text, text, text, text, text, jsonb, jsonb)
+	FROM PUBLIC;
 
 -- The local check: the grant's fence lock, then the newest row; the write
 -- passes only under the current, held, unexpired epoch. Returns the token
