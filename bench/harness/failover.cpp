@@ -35,8 +35,8 @@ constexpr ms failover_renew_deadline{1500};
 /// A follower (or leader) elector that records when it started leading.
 class watched_elector {
 public:
-    watched_elector(const settings& s, const std::string& lease, const std::string& identity, ms ttl,
-                    ms renew_deadline, ms retry) {
+    watched_elector(const settings& s, const std::string& lease, const std::string& identity,
+                    ms ttl, ms renew_deadline, ms retry) {
         pglease::elector_config cfg;
         cfg.lease_name = lease;
         cfg.identity = identity;
@@ -86,7 +86,8 @@ private:
 };
 
 /// Starts `pglease_bench --leader-child LEASE IDENTITY` and waits until it leads.
-pid_t spawn_leader(const std::string& lease, const std::string& identity, const std::string& conninfo) {
+pid_t spawn_leader(const std::string& lease, const std::string& identity,
+                   const std::string& conninfo) {
     int fds[2];
     if (pipe(fds) != 0)
         throw std::runtime_error("pipe failed");
@@ -95,8 +96,12 @@ pid_t spawn_leader(const std::string& lease, const std::string& identity, const 
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&actions, fds[0]);
     std::string self = "/proc/self/exe", flag = "--leader-child";
-    char* argv[] = {self.data(), flag.data(), const_cast<char*>(lease.c_str()),
-                    const_cast<char*>(identity.c_str()), const_cast<char*>(conninfo.c_str()), nullptr};
+    char* argv[] = {self.data(),
+                    flag.data(),
+                    const_cast<char*>(lease.c_str()),
+                    const_cast<char*>(identity.c_str()),
+                    const_cast<char*>(conninfo.c_str()),
+                    nullptr};
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
@@ -159,8 +164,12 @@ void run_failover(const settings& s, report& out) {
                     const std::string lease = "f" + s.tag + "-" + std::to_string(run);
                     const std::string leader_id = "bench-leader-" + std::to_string(run);
                     const pid_t pid = spawn_leader(lease, leader_id, s.pg_conninfo);
-                    watched_elector follower{s, lease, "bench-follower-" + std::to_string(run), failover_ttl,
-                                             failover_renew_deadline, failover_retry};
+                    watched_elector follower{s,
+                                             lease,
+                                             "bench-follower-" + std::to_string(run),
+                                             failover_ttl,
+                                             failover_renew_deadline,
+                                             failover_retry};
                     if (!follower.wait_seen(leader_id, ms{5000}))
                         throw std::runtime_error("follower never saw the leader");
                     // Kill at a random point of the leader's renew cycle.
@@ -178,8 +187,10 @@ void run_failover(const settings& s, report& out) {
                     if (!led)
                         throw std::runtime_error("follower did not lead within 10 s of the kill");
                     std::lock_guard<std::mutex> lock{m};
-                    samples.push_back(std::chrono::duration<double, std::milli>(*led - killed).count());
-                    log("failover run " + std::to_string(run) + ": " + std::to_string(samples.back()) + " ms");
+                    samples.push_back(
+                        std::chrono::duration<double, std::milli>(*led - killed).count());
+                    log("failover run " + std::to_string(run) + ": " +
+                        std::to_string(samples.back()) + " ms");
                 }
             } catch (...) {
                 errors[static_cast<std::size_t>(lane)] = std::current_exception();
@@ -194,7 +205,8 @@ void run_failover(const settings& s, report& out) {
     for (const double p : {50.0, 99.0}) {
         row r;
         r.section = "failover";
-        r.figure = std::string{"crash failover (kill -9 leader -> follower leads) p"} + (p == 50 ? "50" : "99");
+        r.figure = std::string{"crash failover (kill -9 leader -> follower leads) p"} +
+                   (p == 50 ? "50" : "99");
         r.unit = "ms";
         r.samples = samples;
         r.value = percentile(samples, p);
@@ -204,7 +216,8 @@ void run_failover(const settings& s, report& out) {
             r.goal = bound + 100;
             r.goal_max = true;
         }
-        r.note = std::to_string(samples.size()) + " runs, ttl 2 s, retry 300 ms, renew every 667 ms";
+        r.note =
+            std::to_string(samples.size()) + " runs, ttl 2 s, retry 300 ms, renew every 667 ms";
         out.add(std::move(r));
     }
 }
@@ -218,7 +231,8 @@ void run_handover(const settings& s, report& out) {
         watched_elector leader{s, lease, leader_id, ms{15000}, ms{10000}, ms{2000}};
         if (!leader.wait_leading(ms{5000}))
             throw std::runtime_error("handover: first elector did not lead");
-        watched_elector follower{s, lease, "bench-b-" + std::to_string(run), ms{15000}, ms{10000}, ms{2000}};
+        watched_elector follower{s,         lease,     "bench-b-" + std::to_string(run),
+                                 ms{15000}, ms{10000}, ms{2000}};
         if (!follower.wait_seen(leader_id, ms{5000}))
             throw std::runtime_error("handover: follower never saw the leader");
         std::this_thread::sleep_for(ms{30}); // let it settle into its wait
@@ -233,7 +247,8 @@ void run_handover(const settings& s, report& out) {
     for (const double p : {50.0, 99.0}) {
         row r;
         r.section = "handover";
-        r.figure = std::string{"graceful handover (stop+release -> waiting follower leads) p"} + (p == 50 ? "50" : "99");
+        r.figure = std::string{"graceful handover (stop+release -> waiting follower leads) p"} +
+                   (p == 50 ? "50" : "99");
         r.unit = "ms";
         r.samples = samples;
         r.value = percentile(samples, p);
@@ -244,7 +259,8 @@ void run_handover(const settings& s, report& out) {
             r.goal_max = true;
         }
         r.note = std::to_string(samples.size()) + " runs, woken by NOTIFY; ttl 15 s, retry 2 s";
-        log("handover p" + std::to_string(static_cast<int>(p)) + ": " + std::to_string(r.value) + " ms");
+        log("handover p" + std::to_string(static_cast<int>(p)) + ": " + std::to_string(r.value) +
+            " ms");
         out.add(std::move(r));
     }
 }

@@ -175,8 +175,9 @@ void report::print() const {
         const int prec = r.unit == "ms" ? 1 : 0;
         std::cout << "| " << r.figure << " | " << (r.clients > 0 ? std::to_string(r.clients) : "")
                   << " | " << fmt(r.value, prec) << " " << r.unit << " | "
-                  << (r.baseline_name.empty() ? ""
-                                              : r.baseline_name + ": " + fmt(r.baseline, prec) + " " + r.unit)
+                  << (r.baseline_name.empty()
+                          ? ""
+                          : r.baseline_name + ": " + fmt(r.baseline, prec) + " " + r.unit)
                   << " | " << ratio_text(r) << " | " << goal_text(r) << " | " << r.note << " |\n";
     }
     for (const auto& t : m_texts)
@@ -200,7 +201,7 @@ void report::write_json(const std::string& path, const settings& s) const {
     j["rows"] = nlohmann::json::array();
     for (const auto& r : m_rows) {
         nlohmann::json o{{"section", r.section}, {"figure", r.figure}, {"clients", r.clients},
-                         {"value", r.value}, {"unit", r.unit}, {"samples", r.samples}};
+                         {"value", r.value},     {"unit", r.unit},     {"samples", r.samples}};
         if (!r.baseline_name.empty()) {
             o["baseline_name"] = r.baseline_name;
             o["baseline"] = r.baseline;
@@ -211,7 +212,8 @@ void report::write_json(const std::string& path, const settings& s) const {
         if (r.goal > 0) {
             o["goal"] = r.goal;
             o["goal_kind"] = r.goal_max ? "max" : "min_ratio";
-            o["goal_met"] = r.goal_max ? r.value <= r.goal : (r.baseline > 0 && r.ratio() >= r.goal);
+            o["goal_met"] =
+                r.goal_max ? r.value <= r.goal : (r.baseline > 0 && r.ratio() >= r.goal);
         }
         if (!r.note.empty())
             o["note"] = r.note;

@@ -18,7 +18,7 @@ namespace {
 
 struct etcd_worker {
     std::unique_ptr<etcd_client> http;
-    std::string key;     ///< base64
+    std::string key; ///< base64
     std::int64_t value = 0;
     std::string lease_id;
     // The same client's pg_lease side: one held lease, renewed.
@@ -36,17 +36,21 @@ void run_etcd(const settings& s, report& out) {
         auto ws = open_workers<etcd_worker>(static_cast<std::size_t>(n), [&](std::size_t i) {
             auto w = std::make_unique<etcd_worker>();
             w->http = std::make_unique<etcd_client>(s.etcd_url);
-            w->key = base64("bench/" + s.tag + "/cas/" + std::to_string(n) + "/" + std::to_string(i));
+            w->key =
+                base64("bench/" + s.tag + "/cas/" + std::to_string(n) + "/" + std::to_string(i));
             w->http->post("/v3/kv/put", {{"key", w->key}, {"value", base64("0")}});
             const auto grant = w->http->post("/v3/lease/grant", {{"TTL", 60}});
             w->lease_id = grant.at("ID").get<std::string>();
             w->db = std::make_unique<pg_session>(s.pg_conninfo);
-            pg_result ext = w->db->query("SELECT quote_ident(extnamespace::regnamespace::text) || '.' "
-                                         "FROM pg_extension WHERE extname = 'pg_lease'");
+            pg_result ext =
+                w->db->query("SELECT quote_ident(extnamespace::regnamespace::text) || '.' "
+                             "FROM pg_extension WHERE extname = 'pg_lease'");
             if (ext.rows() != 1)
-                throw std::runtime_error("the pg_lease extension is not installed in this database");
+                throw std::runtime_error(
+                    "the pg_lease extension is not installed in this database");
             w->lease = "e" + s.tag + "-" + std::to_string(n) + "-" + std::to_string(i);
-            pg_result g = w->db->query("SELECT epoch FROM " + ext.text(0, 0) + "lease_acquire($1, $2, '60 s')",
+            pg_result g = w->db->query("SELECT epoch FROM " + ext.text(0, 0) +
+                                           "lease_acquire($1, $2, '60 s')",
                                        {w->lease, compare_holder});
             w->epoch = g.text(0, 0);
             w->db->prepare("ren", "SELECT " + ext.text(0, 0) + "lease_renew($1, $2, $3::bigint)");
@@ -55,12 +59,12 @@ void run_etcd(const settings& s, report& out) {
         std::vector<double> cas, keepalive, renew;
         const auto pg_renew = [&] {
             renew.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
-                               etcd_worker& w = *ws[i];
-                               pg_result r = w.db->run("ren", {w.lease, compare_holder, w.epoch});
-                               if (r.is_null(0, 0))
-                                   throw std::runtime_error("renew of " + w.lease + " failed");
-                               return 1;
-                           }).rate());
+                                etcd_worker& w = *ws[i];
+                                pg_result r = w.db->run("ren", {w.lease, compare_holder, w.epoch});
+                                if (r.is_null(0, 0))
+                                    throw std::runtime_error("renew of " + w.lease + " failed");
+                                return 1;
+                            }).rate());
         };
         for (int round = 0; round < s.rounds; ++round) {
             // pg_lease's renew runs next to etcd's operations, before them in
@@ -68,28 +72,33 @@ void run_etcd(const settings& s, report& out) {
             if (round % 2 == 0)
                 pg_renew();
             // Durable: a txn is committed through raft and etcd's fsynced WAL.
-            cas.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
-                             etcd_worker& w = *ws[i];
-                             const nlohmann::json txn = {
-                                 {"compare",
-                                  {{{"key", w.key}, {"result", "EQUAL"}, {"target", "VALUE"},
-                                    {"value", base64(std::to_string(w.value))}}}},
-                                 {"success",
-                                  {{{"request_put", {{"key", w.key}, {"value", base64(std::to_string(w.value + 1))}}}}}}};
-                             const auto reply = w.http->post("/v3/kv/txn", txn);
-                             if (!reply.value("succeeded", false))
-                                 throw std::runtime_error("etcd CAS did not succeed");
-                             ++w.value;
-                             return 1;
-                         }).rate());
+            cas.push_back(
+                run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
+                    etcd_worker& w = *ws[i];
+                    const nlohmann::json txn = {
+                        {"compare",
+                         {{{"key", w.key},
+                           {"result", "EQUAL"},
+                           {"target", "VALUE"},
+                           {"value", base64(std::to_string(w.value))}}}},
+                        {"success",
+                         {{{"request_put",
+                            {{"key", w.key}, {"value", base64(std::to_string(w.value + 1))}}}}}}};
+                    const auto reply = w.http->post("/v3/kv/txn", txn);
+                    if (!reply.value("succeeded", false))
+                        throw std::runtime_error("etcd CAS did not succeed");
+                    ++w.value;
+                    return 1;
+                }).rate());
             // Not persisted: the leader keeps lease expiry in memory.
-            keepalive.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
-                                   etcd_worker& w = *ws[i];
-                                   const auto reply = w.http->post("/v3/lease/keepalive", {{"ID", w.lease_id}});
-                                   if (!reply.contains("result") || !reply["result"].contains("TTL"))
-                                       throw std::runtime_error("etcd keepalive failed: " + reply.dump());
-                                   return 1;
-                               }).rate());
+            keepalive.push_back(
+                run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
+                    etcd_worker& w = *ws[i];
+                    const auto reply = w.http->post("/v3/lease/keepalive", {{"ID", w.lease_id}});
+                    if (!reply.contains("result") || !reply["result"].contains("TTL"))
+                        throw std::runtime_error("etcd keepalive failed: " + reply.dump());
+                    return 1;
+                }).rate());
             if (round % 2 == 1)
                 pg_renew();
         }
@@ -108,7 +117,8 @@ void run_etcd(const settings& s, report& out) {
         r.note = "NOT persisted (expiry kept in the leader's memory)";
         log("etcd: keepalive x" + std::to_string(n) + ": " + std::to_string(r.value));
         out.add(r);
-        const auto compare = [&](const std::vector<double>& other, const std::string& name, double goal) {
+        const auto compare = [&](const std::vector<double>& other, const std::string& name,
+                                 double goal) {
             row c;
             c.section = "vs_etcd";
             c.figure = "lease_renew (durable) vs " + name;
@@ -185,23 +195,25 @@ void run_redis(const settings& s, report& out) {
         for (int round = 0; round < s.rounds; ++round) {
             // Acquire of a free key, as lease_acquire of a free lease.
             setnx.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
-                               redis_worker& w = *ws[i];
-                               redisReply* r = command(w, {"SET", w.prefix + std::to_string(w.n++), "me", "NX", "PX", "2000"});
-                               const bool ok = r->type == REDIS_REPLY_STATUS;
-                               freeReplyObject(r);
-                               if (!ok)
-                                   throw std::runtime_error("redis SET NX refused a free key");
-                               return 1;
-                           }).rate());
+                                redis_worker& w = *ws[i];
+                                redisReply* r = command(w, {"SET", w.prefix + std::to_string(w.n++),
+                                                            "me", "NX", "PX", "2000"});
+                                const bool ok = r->type == REDIS_REPLY_STATUS;
+                                freeReplyObject(r);
+                                if (!ok)
+                                    throw std::runtime_error("redis SET NX refused a free key");
+                                return 1;
+                            }).rate());
             renew.push_back(run_phase(ws.size(), s.seconds, [&](std::size_t i) -> std::int64_t {
-                               redis_worker& w = *ws[i];
-                               redisReply* r = command(w, {"EVALSHA", w.sha, "1", w.prefix + "held", "me", "60000"});
-                               const bool ok = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-                               freeReplyObject(r);
-                               if (!ok)
-                                   throw std::runtime_error("redis compare-and-renew failed");
-                               return 1;
-                           }).rate());
+                                redis_worker& w = *ws[i];
+                                redisReply* r = command(
+                                    w, {"EVALSHA", w.sha, "1", w.prefix + "held", "me", "60000"});
+                                const bool ok = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+                                freeReplyObject(r);
+                                if (!ok)
+                                    throw std::runtime_error("redis compare-and-renew failed");
+                                return 1;
+                            }).rate());
         }
         row r;
         r.section = "redis";

@@ -109,8 +109,10 @@ bench::settings parse(int argc, char** argv) {
     }
     if (s.many_procs < 1 || s.many_leases < s.many_procs || s.many_cycles < 1 ||
         s.many_ttl_ms < 1000)
-        throw std::invalid_argument("many: need procs >= 1, leases >= procs, cycles >= 1, ttl >= 1000 ms");
-    if (s.rounds < 1 || s.seconds <= 0 || s.seconds > 60 || s.failover_runs < 1 || s.handover_runs < 1)
+        throw std::invalid_argument(
+            "many: need procs >= 1, leases >= procs, cycles >= 1, ttl >= 1000 ms");
+    if (s.rounds < 1 || s.seconds <= 0 || s.seconds > 60 || s.failover_runs < 1 ||
+        s.handover_runs < 1)
         throw std::invalid_argument("rounds, seconds (<= 60) and run counts must be positive");
     s.tag = std::to_string(getpid());
     return s;

@@ -36,7 +36,8 @@ std::vector<const char*> pointers(const std::vector<std::string>& params) {
 
 } // namespace
 
-pg_session::pg_session(const std::string& conninfo) : m_conn(PQconnectdb(conninfo.c_str())) {
+pg_session::pg_session(const std::string& conninfo)
+    : m_conn(PQconnectdb(conninfo.c_str())) {
     if (PQstatus(m_conn) != CONNECTION_OK) {
         std::string msg = std::string{"connect: "} + PQerrorMessage(m_conn);
         PQfinish(m_conn);
@@ -55,8 +56,8 @@ void pg_session::exec(const std::string& sql) {
 pg_result pg_session::query(const std::string& sql, const std::vector<std::string>& params) {
     const auto p = pointers(params);
     return pg_result{check(m_conn,
-                           PQexecParams(m_conn, sql.c_str(), static_cast<int>(p.size()), nullptr, p.data(),
-                                        nullptr, nullptr, 0),
+                           PQexecParams(m_conn, sql.c_str(), static_cast<int>(p.size()), nullptr,
+                                        p.data(), nullptr, nullptr, 0),
                            sql)};
 }
 
@@ -67,8 +68,8 @@ void pg_session::prepare(const std::string& name, const std::string& sql) {
 pg_result pg_session::run(const std::string& name, const std::vector<std::string>& params) {
     const auto p = pointers(params);
     return pg_result{check(m_conn,
-                           PQexecPrepared(m_conn, name.c_str(), static_cast<int>(p.size()), p.data(),
-                                          nullptr, nullptr, 0),
+                           PQexecPrepared(m_conn, name.c_str(), static_cast<int>(p.size()),
+                                          p.data(), nullptr, nullptr, 0),
                            name)};
 }
 
@@ -78,10 +79,10 @@ void pg_session::pipeline(const std::vector<pg_call>& calls) {
     for (const auto& c : calls) {
         const auto p = pointers(c.params);
         const int ok = c.name.empty()
-                           ? PQsendQueryParams(m_conn, c.sql.c_str(), static_cast<int>(p.size()), nullptr,
-                                               p.data(), nullptr, nullptr, 0)
-                           : PQsendQueryPrepared(m_conn, c.name.c_str(), static_cast<int>(p.size()), p.data(),
-                                                 nullptr, nullptr, 0);
+                           ? PQsendQueryParams(m_conn, c.sql.c_str(), static_cast<int>(p.size()),
+                                               nullptr, p.data(), nullptr, nullptr, 0)
+                           : PQsendQueryPrepared(m_conn, c.name.c_str(), static_cast<int>(p.size()),
+                                                 p.data(), nullptr, nullptr, 0);
         if (ok != 1)
             fail(m_conn, "pipeline send");
     }
@@ -95,7 +96,8 @@ void pg_session::pipeline(const std::vector<pg_call>& calls) {
         const ExecStatusType s = PQresultStatus(r);
         if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK && error.empty()) {
             const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-            error = (state ? std::string{"["} + state + "] " : std::string{}) + PQresultErrorMessage(r);
+            error =
+                (state ? std::string{"["} + state + "] " : std::string{}) + PQresultErrorMessage(r);
         }
         PQclear(r);
         PQclear(PQgetResult(m_conn)); // the NULL that ends this query's results

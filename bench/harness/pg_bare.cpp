@@ -33,7 +33,8 @@ std::string subst(std::string sql, const std::string& schema) {
 
 void create_bare_leases(pg_session& db, const std::string& schema, const std::string& ext) {
     std::string sql = subst(bare_table_sql, schema);
-    for (std::size_t at = sql.find("%E"); at != std::string::npos; at = sql.find("%E", at + ext.size()))
+    for (std::size_t at = sql.find("%E"); at != std::string::npos;
+         at = sql.find("%E", at + ext.size()))
         sql.replace(at, 2, ext);
     db.exec(sql);
 }

@@ -5,23 +5,21 @@
 /// - renew: pglease::lease::renew() of a lease held for an hour, against a bare compare-and-swap
 ///   UPDATE (prepared, autocommit) of the same row copied into a plain table of the leases' shape;
 /// - cycle: pglease::lease::acquire() + release() of a free lease, each client cycling over 100
-///   leases of its own, against the same two UPDATEs on 100 rows of its own
-///   on a plain table of the leases' shape (those of bench/pgbench/notify_cost.sh), each its own
-///   transaction;
+///   leases of its own, against the same two UPDATEs on 100 rows of its own on a plain table of
+///   the leases' shape (those of bench/pgbench/notify_cost.sh), each its own transaction;
 /// - run_fenced: one INSERT per transaction, a plain pqxx::work (BEGIN, INSERT, COMMIT) into an
 ///   unfenced table against pglease::run_fenced into a fenced table of the same shape, in its
-///   one-round-trip form (the fenced block: the callable takes pqxx::transaction_base&) and in its
-///   pqxx::work& form (lease_use a statement of its own), and the same three round trips written
-///   by hand without the library (the token declared by lease_use, and by SET LOCAL
-///   pg_lease.epoch).
+///   one-round-trip form (the callable takes pqxx::transaction_base&) and its pqxx::work& form
+///   (lease_use a statement of its own), and the same round trips written by hand without the
+///   library (the token declared by lease_use, and by SET LOCAL pg_lease.epoch).
 ///
-/// N clients, each a thread with a pqxx::connection of its own (the baselines and the fenced
-/// transactions) and a pglease::pq_backend of its own (its own session: the lease calls), each on
-/// a lease of its own. Every renewal, acquire and release is checked (renew() true, acquire() and
-/// release() true, each bare UPDATE returning its row): the first that fails ends the run with
-/// exit status 1. Within a goal the figures alternate order from round to round. Prints, per
-/// client count, each figure (median over rounds) and its ratio to its goal's baseline (median
-/// over rounds of the per-round ratios), then one summary line per goal.
+/// N clients, each a thread with a pqxx::connection (the baselines and the fenced transactions)
+/// and a pglease::pq_backend (its own session: the lease calls) of its own, each on a lease of its
+/// own. Every renewal, acquire and release is checked (renew(), acquire() and release() true,
+/// each bare UPDATE returning its row): the first that fails ends the run with exit status 1.
+/// Within a goal the figures alternate order from round to round. Prints, per client count, each
+/// figure (median over rounds) and its ratio to its goal's baseline (median over rounds of the
+/// per-round ratios), then one summary line per goal.
 ///
 ///   installed_ratios [--rounds N] [--seconds S] [--clients 1,4,16] [--only renew|cycle|run_fenced]
 ///       (server from the PG* variables; one table per client count, in turn; --only: that goal,
@@ -48,6 +46,7 @@
 #include <vector>
 
 namespace {
+namespace pqc = pglease::pqxx_compat;
 
 /// A renewal, acquire or release that did not succeed: the figure would count a failure.
 struct check_failed : std::runtime_error {
@@ -83,10 +82,8 @@ pglease::connection_options backend_options() {
     pglease::connection_options o;
     o.application_name = "installed_ratios";
     o.listen = false; // the follower listens; these clients only change leases
-    // A loaded machine's fsync can take seconds: a bound that cuts a call
-    // would fail the run, not measure it (the bound costs the same either way).
-    o.call_timeout = std::chrono::seconds{10};
-    o.acquire_timeout = std::chrono::seconds{10};
+    // A loaded machine's fsync can take seconds: a bound that cut a call would fail the run.
+    o.call_timeout = o.acquire_timeout = std::chrono::seconds{10};
     return o;
 }
 
@@ -97,10 +94,9 @@ pglease::lease_options lease_options_for(std::string holder, std::chrono::millis
     return o;
 }
 
-/// One client: a thread's own connection, with the baselines' and the fenced statements
-/// prepared, and its own pq_backend, with a lease to renew (held from the start, ttl an hour) and
-/// cycle_leases_per_client leases to cycle in turn (free, ttl 60 s as the plain UPDATEs'; each
-/// granted and released once here, so that neither side inserts during the figure).
+/// One client: its own connection (baselines and fenced statements prepared) and pq_backend,
+/// a lease to renew (held, ttl an hour) and cycle_leases_per_client to cycle (free, ttl 60 s as
+/// the plain UPDATEs'; granted and released once here: neither side inserts in the figure).
 struct client {
     client(const run_names& names, int index)
         : renew_lease{db, names.renew_lease(index),
@@ -156,9 +152,8 @@ using side_by_side::median;
 using side_by_side::print_summary;
 using side_by_side::print_table;
 
-/// A table of the leases' shape, derived from the extension's, never a copy:
-/// LIKE takes its columns, defaults, constraints and indexes; its storage
-/// parameters (fillfactor), which LIKE does not take, come from pg_class.
+/// A table of the leases' shape, derived from the extension's, never a copy: LIKE takes its
+/// columns, defaults, constraints and indexes; its fillfactor, which LIKE does not, pg_class.
 void create_like_leases(pqxx::work& tx, const std::string& table) {
     tx.exec("CREATE TABLE " + table + " (LIKE leases INCLUDING ALL)");
     const pqxx::result r = tx.exec("SELECT array_to_string(reloptions, ', ') FROM pg_class "
@@ -183,15 +178,17 @@ public:
         create_like_leases(tx, names.plain_leases);
         tx.exec("CREATE SEQUENCE " + names.plain_seq + " AS bigint MINVALUE 1");
         for (int i = 0; i < clients; ++i)
-            pglease::pqxx_compat::exec_params(tx, "INSERT INTO " + names.plain_leases +
-                               " SELECT $1 || k, NULL, 1, now(), now(), now(), '60 s', 0, "
-                               "current_user FROM generate_series(0, $2 - 1) k",
-                           names.cycle_lease_prefix(i), cycle_leases_per_client);
+            pqc::exec_params(tx,
+                             "INSERT INTO " + names.plain_leases +
+                                 " SELECT $1 || k, NULL, 1, now(), now(), now(), '60 s', 0, "
+                                 "current_user FROM generate_series(0, $2 - 1) k",
+                             names.cycle_lease_prefix(i), cycle_leases_per_client);
         for (const auto& t : {names.unfenced, names.fenced})
             tx.exec("CREATE TABLE " + t +
                     " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text NOT NULL, "
                     "epoch bigint)");
-        pglease::pqxx_compat::exec_params(tx, "SELECT lease_fence($1::regclass, $2)", names.fenced, names.fence_lease);
+        pqc::exec_params(tx, "SELECT lease_fence($1::regclass, $2)", names.fenced,
+                         names.fence_lease);
         tx.commit();
     }
     scratch_tables(const scratch_tables&) = delete;
@@ -211,9 +208,10 @@ public:
     /// renew's baseline rows: copies of the clients' held leases (same holder, epoch, ttl).
     void copy_renew_leases() {
         pqxx::work tx{m_admin};
-        pglease::pqxx_compat::exec_params(tx, "INSERT INTO " + m_names.bare +
-                           " SELECT * FROM leases WHERE starts_with(name, $1 || 'renew_')",
-                       m_names.prefix);
+        pqc::exec_params(tx,
+                         "INSERT INTO " + m_names.bare +
+                             " SELECT * FROM leases WHERE starts_with(name, $1 || 'renew_')",
+                         m_names.prefix);
         tx.commit();
     }
 
@@ -245,8 +243,8 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
     };
     const body bare_renew = [](client& c) {
         pqxx::nontransaction tx{c.conn};
-        const pqxx::result r = pglease::pqxx_compat::exec_prepared(tx, "bare_renew", c.renew_lease.name(),
-                                                c.renew_lease.identity(), c.renew_lease.epoch());
+        const pqxx::result r = pqc::exec_prepared(tx, "bare_renew", c.renew_lease.name(),
+                                                  c.renew_lease.identity(), c.renew_lease.epoch());
         if (r.size() != 1)
             throw check_failed{"bare renew of " + c.renew_lease.name() + " matched no row"};
     };
@@ -261,19 +259,19 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
     const body plain_cycle = [](client& c) {
         const pglease::lease& l = c.cycle_lease();
         pqxx::nontransaction tx{c.conn};
-        if (pglease::pqxx_compat::exec_prepared(tx, "plain_acquire", l.name(), l.identity()).size() != 1)
+        if (pqc::exec_prepared(tx, "plain_acquire", l.name(), l.identity()).size() != 1)
             throw check_failed{"plain acquire of " + l.name() + " matched no row"};
-        if (pglease::pqxx_compat::exec_prepared(tx, "plain_release", l.name(), l.identity()).size() != 1)
+        if (pqc::exec_prepared(tx, "plain_release", l.name(), l.identity()).size() != 1)
             throw check_failed{"plain release of " + l.name() + " matched no row"};
     };
     const body sql_cycle = [](client& c) {
         const pglease::lease& l = c.cycle_lease();
         pqxx::nontransaction tx{c.conn};
-        const pqxx::row granted = pglease::pqxx_compat::exec_prepared1(tx, "sql_acquire", l.name(), l.identity());
+        const pqxx::row granted = pqc::exec_prepared1(tx, "sql_acquire", l.name(), l.identity());
         if (!granted[0].as<bool>())
             throw check_failed{"lease_acquire of " + l.name() + " refused"};
-        if (!pglease::pqxx_compat::exec_prepared1(tx, "sql_release", l.name(), l.identity(),
-                               granted[1].as<std::int64_t>())[0]
+        if (!pqc::exec_prepared1(tx, "sql_release", l.name(), l.identity(),
+                                 granted[1].as<std::int64_t>())[0]
                  .as<bool>())
             throw check_failed{"lease_release of " + l.name() + " refused"};
     };
@@ -286,28 +284,30 @@ int run_all(int rounds, double seconds, const std::vector<int>& counts, const st
         "BEGIN; SET LOCAL pg_lease.epoch = '" + std::to_string(epoch) + "'";
     const body plain_work = [&](client& c) {
         pqxx::work tx{c.conn};
-        pglease::pqxx_compat::exec_prepared0(tx, "unfenced", payload, epoch);
+        pqc::exec_prepared0(tx, "unfenced", payload, epoch);
         tx.commit();
     };
     const body fast = [&](client& c) {
-        fence.run_fenced(c.conn,
-                         [&](pqxx::transaction_base& tx) { pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload); });
+        fence.run_fenced(c.conn, [&](pqxx::transaction_base& tx) {
+            pqc::exec_prepared0(tx, "fenced", payload);
+        });
     };
     const body old = [&](client& c) {
-        fence.run_fenced(c.conn, [&](pqxx::work& tx) { pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload); });
+        fence.run_fenced(c.conn,
+                         [&](pqxx::work& tx) { pqc::exec_prepared0(tx, "fenced", payload); });
     };
     // The same three round trips written by hand, without the library: the
     // trigger's and lease_use's cost on the server, and none of the client's.
     const body by_hand = [&](client& c) {
         pqxx::nontransaction tx{c.conn};
         tx.exec(begin_use);
-        pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload);
+        pqc::exec_prepared0(tx, "fenced", payload);
         tx.exec("COMMIT");
     };
     const body by_hand_set = [&](client& c) {
         pqxx::nontransaction tx{c.conn};
         tx.exec(begin_set);
-        pglease::pqxx_compat::exec_prepared0(tx, "fenced", payload);
+        pqc::exec_prepared0(tx, "fenced", payload);
         tx.exec("COMMIT");
     };
 

@@ -50,8 +50,8 @@ public:
         return m_inner->release_many(n, h, e, d);
     }
     bool revoke(const std::string& n) override { return m_inner->revoke(n); }
-    std::optional<std::int64_t> handover(const std::string& n, const std::string& h,
-                                         std::int64_t e, const std::string& s) override {
+    std::optional<std::int64_t> handover(const std::string& n, const std::string& h, std::int64_t e,
+                                         const std::string& s) override {
         return m_inner->handover(n, h, e, s);
     }
     bool take_handover_hint(const std::string& n, const std::string& h) noexcept override {

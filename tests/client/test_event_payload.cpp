@@ -37,7 +37,8 @@ TEST(event_payload, a_handover_names_its_successor) {
     EXPECT_EQ(read_notified_event(payload("handover", "jobs/7")).handed_to, "x");
     for (const char* event : {"acquired", "takeover", "released", "revoked", "evict"})
         EXPECT_EQ(read_notified_event(payload(event, "jobs/7")).handed_to, "") << event;
-    EXPECT_EQ(read_notified_event(R"({"event":"handover","name":"j","holder":null})").handed_to, "");
+    EXPECT_EQ(read_notified_event(R"({"event":"handover","name":"j","holder":null})").handed_to,
+              "");
     EXPECT_EQ(read_notified_event(R"({"event":"handover","name":"j","holder":7})").handed_to, "");
 }
 

@@ -17,7 +17,9 @@ using detail::takes_fenced_work;
 
 // Used in unevaluated contexts only.
 [[maybe_unused]] const auto by_dbtransaction = [](pqxx::dbtransaction&) { return 1; };
-[[maybe_unused]] const auto by_transaction_base = [](pqxx::transaction_base&) { return std::string{}; };
+[[maybe_unused]] const auto by_transaction_base = [](pqxx::transaction_base&) {
+    return std::string{};
+};
 [[maybe_unused]] const auto generic = [](auto& tx) { return tx.name(); };
 [[maybe_unused]] const auto by_work = [](pqxx::work&) { return 2.0; };
 

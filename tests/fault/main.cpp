@@ -57,12 +57,11 @@ bool write_sql_edition(const std::string& root) {
     using namespace fault;
     const std::string script = root + "/pg_lease_sql.sql";
     const std::string log = root + "/sql_edition.log";
-    const int rc =
-        run_command({"sh", "-c",
-                     "make -s --no-print-directory -C \"$0\" -f Makefile.sql_edition "
-                     "sql/pg_lease_sql.sql && cp \"$0/sql/pg_lease_sql.sql\" \"$1\"",
-                     std::string{PGLEASE_FAULT_SOURCE_DIR}, script},
-                    false, {}, log, 60);
+    const int rc = run_command({"sh", "-c",
+                                "make -s --no-print-directory -C \"$0\" -f Makefile.sql_edition "
+                                "sql/pg_lease_sql.sql && cp \"$0/sql/pg_lease_sql.sql\" \"$1\"",
+                                std::string{PGLEASE_FAULT_SOURCE_DIR}, script},
+                               false, {}, log, 60);
     if (rc != 0) {
         std::cerr << "pglease_fault: make -f Makefile.sql_edition failed, see " << log << std::endl;
         return false;

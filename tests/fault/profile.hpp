@@ -20,10 +20,10 @@ struct plan {
     int netdown = 2; ///< of each kind: the downstream link alone, then both
     int storm16_s = 15, storm64_s = 18, storm200_s = 0, pool_s = 15, storm_kill_every_ms = 1800;
     int failover_async = 5, failover_sync = 5;
-    int downstream = 3;           ///< of each: pause, pause in a transaction, kill
-    int handover = 6;             ///< planned handovers (yield_to another worker)
-    int mixed_s = 0;              ///< soak: a mixed schedule of the single-cluster faults
-    int clock_max_ttls = 5;       ///< largest clock step, in ttls
+    int downstream = 3;     ///< of each: pause, pause in a transaction, kill
+    int handover = 6;       ///< planned handovers (yield_to another worker)
+    int mixed_s = 0;        ///< soak: a mixed schedule of the single-cluster faults
+    int clock_max_ttls = 5; ///< largest clock step, in ttls
 };
 
 /// The short profile's plan, or the soak's: fixed counts that reach the

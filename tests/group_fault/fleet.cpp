@@ -71,9 +71,9 @@ void fleet::kill(const std::string& identity) {
 
 void fleet::cut(const std::string& identity, bool on) {
     const std::string ns = m_hosts.at(m_host_of.at(identity)).ns;
-    const std::string cmd = "ip netns exec " + ns + " " +
-                            pglease_test::shell_words(on ? pglease_test::nft_cut()
-                                                         : pglease_test::nft_heal());
+    const std::string cmd =
+        "ip netns exec " + ns + " " +
+        pglease_test::shell_words(on ? pglease_test::nft_cut() : pglease_test::nft_heal());
     if (std::system(cmd.c_str()) != 0 && on)
         throw std::runtime_error{"could not cut " + identity + "'s host off: " + cmd};
 }

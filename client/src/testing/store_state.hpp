@@ -43,10 +43,10 @@ struct store_state {
     std::condition_variable changed; ///< rows, events, time, interrupts
     std::condition_variable settled; ///< a waiter entered a wait
     std::map<std::string, lease_row> rows;
-    std::vector<std::string> log; ///< lease names of NOTIFY events
-    std::vector<bool> freed;      ///< per event: a release or revoke
+    std::vector<std::string> log;       ///< lease names of NOTIFY events
+    std::vector<bool> freed;            ///< per event: a release or revoke
     std::vector<std::string> handed_to; ///< per event: a handover's successor, else empty
-    std::int64_t counter = 100;   ///< the last epoch issued
+    std::int64_t counter = 100;         ///< the last epoch issued
     std::map<std::uint64_t, waiter> waiters;
     std::uint64_t next_session = 0;
     static constexpr std::chrono::milliseconds busy_window{200};
