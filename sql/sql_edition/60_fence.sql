@@ -207,11 +207,11 @@ BEGIN
 END
 $fence_trigger$;
 
--- The full check of lease_fence_trigger (the trigger's own variables come
--- as arguments, store that of a downstream fence; it runs as the trigger,
--- as the owner): every kind of
--- trigger, token and fence, each refusal named. Returns the token the row
--- must carry when it does not yet (NULL: nothing to write into the row).
+-- The full check of lease_fence_trigger, run as the trigger is, as the
+-- owner (the trigger's own variables come as arguments; store names a
+-- downstream fence's lease store): every kind of trigger, token and fence,
+-- each refusal named. Returns the token the row must carry when it does
+-- not yet (NULL: nothing to write into the row).
 CREATE FUNCTION @extschema@.lease_sql_fence_full(op text, fire text, level text, nargs integer,
 												 trigger_name text, tbl text, lease text, col text,
 												 store text, newrow jsonb, oldrow jsonb)
