@@ -3,8 +3,10 @@
 -- before the change commits. It waits for that grant's fenced
 -- transactions (each holds the lock shared) at most
 -- pg_lease.takeover_timeout (0: as long as they take), then ends them as
--- extension/lease_evict.c does (idle in transaction: terminated; running:
--- cancelled, terminated 250 ms later), each recorded once as an evict
+-- extension/lease_evict.c does (waiting on its client, idle in
+-- transaction or not: terminated; running: cancelled, terminated 250 ms
+-- later or as soon as it waits on its client; another role's, whose state
+-- only pg_read_all_stats shows: terminated), each recorded once as an evict
 -- event; 5 s after that the change fails with 55P03. Ending another role's
 -- backends needs pg_signal_backend (a superuser's, superuser): without it
 -- the change waits out that bound and fails, and the stalled writer keeps
@@ -42,8 +44,11 @@ BEGIN
 		EXIT WHEN pg_try_advisory_xact_lock(class, key);
 		waited_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
 		IF waited_ms >= timeout_ms THEN
+			-- each look sees the backends as they are now (a transaction
+			-- reads pg_stat_activity once and keeps what it read)
+			PERFORM pg_stat_clear_snapshot();
 			FOR writer IN
-				SELECT l.pid, a.state
+				SELECT l.pid, a.state, a.wait_event
 				  FROM pg_locks l
 				  LEFT JOIN pg_stat_activity a ON a.pid = l.pid
 				 WHERE l.locktype = 'advisory' AND l.classid = class::oid AND l.objsubid = 2
@@ -55,7 +60,14 @@ BEGIN
 				i := array_position(cancelled, writer.pid);
 				refused := false;
 				BEGIN
-					IF writer.state LIKE 'idle in transaction%'
+					-- Waiting on its client (idle in transaction, or mid-statement
+					-- as a client stopped in pipeline mode leaves it): terminated,
+					-- as a cancel that reaches a backend reading a command is
+					-- dropped (lease_evict.c: WAIT_EVENT_CLIENT_READ). A backend
+					-- whose state the owner may not see (another role's, without
+					-- pg_read_all_stats: state null) may be waiting so: terminated.
+					IF writer.state IS NULL OR writer.state LIKE 'idle in transaction%'
+					   OR writer.wait_event = 'ClientRead'
 					   OR (i IS NOT NULL AND clock_timestamp() - cancelled_at[i] >= interval '250 ms') THEN
 						PERFORM pg_terminate_backend(writer.pid);
 						ended := ended || writer.pid;
