@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -123,7 +124,12 @@ void cluster::basebackup_from(const cluster& primary, const std::vector<std::str
 void cluster::start(bool faketime) {
     std::vector<std::string> env;
     if (faketime) {
-        env = {std::string{"LD_PRELOAD="} + faketime_lib, "FAKETIME_NO_CACHE=1",
+        // A copy the postgres user can read, wherever the build tree is.
+        const std::string shim = m_dir + "/faketime_shim.so";
+        std::filesystem::copy_file(faketime_shim, shim,
+                                   std::filesystem::copy_options::overwrite_existing);
+        give_to_postgres(shim);
+        env = {"LD_PRELOAD=" + shim + ":" + faketime_lib, "FAKETIME_NO_CACHE=1",
                "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_TIMESTAMP_FILE=" + clock_file()};
         m_faketime = true;
     }

@@ -14,6 +14,9 @@ namespace fault {
 /// else the system's.
 std::string pg_bin();
 inline constexpr const char* faketime_lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+/// faketime_shim.c, built beside pglease_fault: a server preloads it ahead
+/// of faketime_lib, so that its timers keep real time (clock_check.hpp).
+inline constexpr const char* faketime_shim = PGLEASE_FAULT_SHIM;
 
 /// The edition every cluster of the run gets (options.hpp --edition): the C
 /// extension, created by the superuser in database postgres (the default),
@@ -43,8 +46,8 @@ public:
     void init(const std::vector<std::string>& conf);
     /// A streaming standby of @p primary (pg_basebackup -R), then @p conf.
     void basebackup_from(const cluster& primary, const std::vector<std::string>& conf);
-    /// Starts the postmaster; under libfaketime (wall clock only) when
-    /// @p faketime, reading offsets from clock_file().
+    /// Starts the postmaster; under libfaketime (wall clock only, behind
+    /// faketime_shim) when @p faketime, reading offsets from clock_file().
     void start(bool faketime = false);
     /// Whether it was last started under libfaketime (a restart keeps it).
     [[nodiscard]] bool faketime() const noexcept { return m_faketime; }

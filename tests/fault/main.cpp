@@ -4,6 +4,7 @@
 /// through the client library and a nemesis injecting real faults, checks
 /// each phase's recorded history, and fails below the phases' floors.
 #include "checker.hpp"
+#include "clock_check.hpp"
 #include "cluster.hpp"
 #include "common.hpp"
 #include "guardian.hpp"
@@ -27,6 +28,7 @@ int usage(const std::string& why) {
                  "                     [--duration S] [--only PHASE,...]\n"
                  "                     [--disable-nemesis KIND,...] [--report FILE] [--keep]\n"
                  "       pglease_fault --self-test [--dump DIR]\n"
+                 "       pglease_fault --clock-check\n"
                  "       pglease_fault --replay FILE [--report FILE]\n";
     return 2;
 }
@@ -142,6 +144,8 @@ int main(int argc, char** argv) {
     try {
         if (s.self_test)
             return run_self_test(s.dump);
+        if (s.clock_check)
+            return run_clock_check();
         if (!s.replay.empty())
             return replay(s);
     } catch (const std::exception& e) {

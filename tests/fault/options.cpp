@@ -70,6 +70,8 @@ settings parse_options(int argc, char** argv) {
             s.report = next();
         else if (a == "--self-test")
             s.self_test = true;
+        else if (a == "--clock-check")
+            s.clock_check = true;
         else if (a == "--dump")
             s.dump = next();
         else if (a == "--replay")

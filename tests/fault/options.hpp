@@ -4,6 +4,7 @@
 ///   pglease_fault --profile short|soak [--edition c|sql] [--seed N] [--duration S]
 ///                 [--only KIND,...] [--disable-nemesis KIND,...] [--report FILE] [--keep]
 ///   pglease_fault --self-test [--dump DIR]
+///   pglease_fault --clock-check
 ///   pglease_fault --replay FILE [--report FILE]
 ///   pglease_fault worker --key=value ...   (internal: one worker process)
 #pragma once
@@ -26,8 +27,9 @@ struct settings {
     std::set<std::string> disabled; ///< fault kinds whose nemesis does nothing
     std::string report;             ///< JSON report path
     bool self_test = false;
-    std::string dump;   ///< self-test: write the hand-made bundles here
-    std::string replay; ///< recheck this saved phase
+    std::string dump;         ///< self-test: write the hand-made bundles here
+    bool clock_check = false; ///< clock_check.hpp
+    std::string replay;       ///< recheck this saved phase
     int ttl_ms = 1000;
     int renew_deadline_ms = 600;
     int retry_ms = 200;
