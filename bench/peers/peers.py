@@ -16,11 +16,18 @@ import argparse
 import json
 import os
 import statistics
+import time
 
 from driver import many, moves, ops, partition, stale
 from driver.bench import Bench
 from driver.common import MANY_TTL, OPS, RETRY, SYSTEMS, TTL, loadavg, pct, spread
 from driver.report import check, table
+
+
+def say_moves(kind, system, took, nfail, more=""):
+    print(f"  {kind} {system}: " + (f"p50 {pct(took, .5):.1f} ms, p99 {pct(took, .99):.1f} ms, "
+          f"min {min(took):.1f}, max {max(took):.1f} " if took else "no timed run ") +
+          f"({len(took)} runs, {nfail} failed{more})", flush=True)
 
 
 def main():
@@ -36,8 +43,10 @@ def main():
     ap.add_argument("--redis", required=True)
     ap.add_argument("--pids", required=True, help="system=pid,... of the servers")
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", default="failover,handover,partition,stale,ops,many")
+    ap.add_argument("--only", default="failover,handover,handover-load,partition,stale,ops,many")
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--load-clients", type=int, default=4,
+                    help="handover-load: clients of the durable lease cycle beside the chain")
     ap.add_argument("--stale-runs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=1.5)
@@ -73,10 +82,35 @@ def main():
             for system in SYSTEMS:
                 took = moves.moves(b, system, kind, a.runs)
                 b.results[kind][system] = took
-                nfail = len(b.results[kind + '_failed'][system])
-                print(f"  {kind} {system}: " + (f"p50 {pct(took, .5):.1f} ms, p99 {pct(took, .99):.1f} ms, "
-                      f"min {min(took):.1f}, max {max(took):.1f} " if took else "no timed run ") +
-                      f"({len(took)} runs, {nfail} failed)", flush=True)
+                say_moves(kind, system, took, len(b.results[kind + '_failed'][system]))
+                b.cleanup()
+        if "handover-load" in only:
+            # The same planned handovers while each system's server is busy
+            # with its own users' durable lease cycles (OPS "cycle", every
+            # client on the clients' CPUs as in every figure). The load runs a
+            # fixed time longer than the chain needs and reports its rate: the
+            # proof that it ran, and at what level, throughout.
+            seconds = 15 + 6 * a.runs
+            print(f"handover-load: {a.runs} runs per system beside {a.load_clients} clients of the durable cycle "
+                  f"({seconds} s); load {loadavg()}", flush=True)
+            rates = b.results.setdefault("handover_load_cycles", {})
+            for system in SYSTEMS:
+                load = b.peer(system, "ops", "load", "-op", OPS["cycle"][system], "-clients", str(a.load_clients),
+                              "-seconds", str(seconds), "-ttl", "60s")
+                time.sleep(2)  # the load's clients connected and cycling
+                t0 = time.time()
+                took = moves.moves(b, system, "handover", a.runs, key="handover_load")
+                chain_s = time.time() - t0
+                got = load.wait_for("OPS", 120 + seconds)
+                load.stop(grace=30)
+                if not got or load.proc.returncode != 0:
+                    load.fail("the load did not finish")
+                if chain_s + 2 > seconds:
+                    load.fail(f"the chain took {chain_s:.0f} s, longer than the load's {seconds} s")
+                b.results["handover_load"][system] = took
+                rates[system] = float(got[5])
+                say_moves("handover-load", system, took, len(b.results["handover_load_failed"][system]),
+                          f"; beside {rates[system]:.0f} cycles/s, chain {chain_s:.0f} s")
                 b.cleanup()
         if "partition" in only:
             if not a.net_ns:

@@ -11,7 +11,7 @@ from driver.peer import Peer
 class Bench:
     def __init__(self, a):
         self.a = a
-        self.results = {"systems": SYSTEMS, "failover": {}, "handover": {}, "stale": {},
+        self.results = {"systems": SYSTEMS, "failover": {}, "handover": {}, "handover_load": {}, "stale": {},
                         "partition": {}, "ops": {}, "many": {}, "settings": {}}
         self.live = []
 

@@ -5,6 +5,7 @@ import resource
 import time
 
 from driver.common import MANY_TTL, loadavg, parse_s, pct
+from driver.waits import Waits
 
 
 def server_pids(b, system):
@@ -64,6 +65,15 @@ def many(b, variant, procs, leases, hold, run):
     hold seconds (longer than the ttl: every lease must have been renewed
     to survive), the server's and the clients' CPU measured over that
     same window, then each client asks its server which are gone."""
+    waits = Waits() if variant == "pg_lease" else None
+    try:
+        _many(b, variant, procs, leases, hold, run, waits)
+    finally:
+        if waits:
+            waits.stop()
+
+
+def _many(b, variant, procs, leases, hold, run, waits):
     system, per = (variant, 1) if variant != "etcd-keys" else ("etcd", leases)
     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     u0 = server_usage(b, system)
@@ -84,6 +94,8 @@ def many(b, variant, procs, leases, hold, run):
             ps.append(b.peer(system, "many", f"many {i}", "-id", f"m{os.getpid()}-{run}-{i}",
                              *names, "-leases", str(leases), "-ttl", MANY_TTL,
                              "-per-lease", str(per), *bound))
+    if waits:
+        waits.mark("grant")
     granted = [p.wait_for("GRANTED", 300) for p in ps]
     # a client that could not get its leases within its bound (it exits)
     # is counted, not hidden; the others go on
@@ -95,9 +107,13 @@ def many(b, variant, procs, leases, hold, run):
         raise RuntimeError(f"many {variant}: no client was granted its leases")
     t_granted = time.time()
     u1, k1 = server_usage(b, system), client_cpu(ps)
+    if waits:
+        waits.mark("hold")
     time.sleep(hold)
     t_held = time.time()
     u2, k2 = server_usage(b, system), client_cpu(ps)
+    if waits:
+        waits.mark("release")
     for p in ps:
         p.resign()
     cycles = []
@@ -128,6 +144,14 @@ def many(b, variant, procs, leases, hold, run):
          "server_cores_hold": window(u1[0], u2[0]) / w, "clients_cores_hold": window(k1, k2) / w,
          "hold_window_s": w, "server_pss_mib": u2[1], "server_rss_mib": u2[2], "server_pss_before_mib": u0[1],
          "clients_cpu_s": (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)}
+    if waits:
+        # what the server's sessions did, per phase: sessions per sample
+        # by wait event and pg_lease call (CPU: active, waiting on nothing)
+        r["server_waits"] = waits.stop()
+        for phase in ("grant", "hold"):
+            top = r["server_waits"].get(phase, {}).get("sessions_per_sample", {})
+            print(f"  many {variant} run {run}: server sessions while {phase}ing, per sample: "
+                  + (", ".join(f"{k} {v}" for k, v in list(top.items())[:6]) or "none active"), flush=True)
     if cycles:
         p99 = pct(cycles, .99)
         r.update({"cycles": len(cycles), "cycle_p50_ms": pct(cycles, .5), "cycle_p99_ms": p99,

@@ -8,15 +8,17 @@ import time
 from driver.common import now_us
 
 
-def moves(b, system, kind, runs):
+def moves(b, system, kind, runs, key=None):
     """Chained: the leader is killed (or resigns) while a follower
-    campaigns; the follower's LEADER time minus the kill (resign) time."""
-    name = f"{kind}-{system}-{os.getpid()}"
+    campaigns; the follower's LEADER time minus the kill (resign) time.
+    key: the figure's name in the results (default: kind)."""
+    key = key or kind
+    name = f"{key}-{system}-{os.getpid()}"
     leader = b.elector(system, name, f"{kind}0")
     if not leader.wait_for("LEADER", 60):
         leader.fail("no LEADER")
     took = []
-    b.results.setdefault(f"{kind}_failed", {})[system] = []
+    b.results.setdefault(f"{key}_failed", {})[system] = []
     for i in range(1, runs + 1):
         follower = b.elector(system, name, f"{kind}{i}")
         if not follower.wait_for("CAMPAIGN", 60):
@@ -39,7 +41,7 @@ def moves(b, system, kind, runs):
             # the chain starts again from a fresh leader
             why = f"run {i}: no leader 30 s after the {kind}; follower stderr: {' | '.join(follower.err[-3:])}"
             print(f"  {kind} {system}: {why}", flush=True)
-            b.results[f"{kind}_failed"][system].append(why)
+            b.results[f"{key}_failed"][system].append(why)
             leader.signal(signal.SIGKILL)
             follower.signal(signal.SIGKILL)
             leader.stop(grace=1)
@@ -58,7 +60,7 @@ def moves(b, system, kind, runs):
             why = (f"run {i}: the follower led {(t - int(got[1])) / 1000.0:.0f} ms before the {kind}; "
                    f"the leader's lines: {', '.join(lines) or 'none'}")
             print(f"  {kind} {system}: {why}", flush=True)
-            b.results[f"{kind}_failed"][system].append(why)
+            b.results[f"{key}_failed"][system].append(why)
         else:
             took.append((int(got[1]) - t) / 1000.0)
         if kind == "handover" and not leader.wait_for("RESIGNED", 10):

@@ -9,13 +9,16 @@ from driver.common import OPS, SYSTEMS, pct, spread
 def table(res, clients):
     print("\n| figure | " + " | ".join(SYSTEMS) + " |")
     print("|---|" + "---:|" * len(SYSTEMS))
-    for kind in ("failover", "handover"):
-        if res[kind]:
+    for kind in ("failover", "handover", "handover_load"):
+        if res.get(kind):
             failed = res.get(f"{kind}_failed", {})
             cells = [(f"{pct(res[kind][s], .5):.1f} / {pct(res[kind][s], .99):.1f} ms" if res[kind].get(s) else "-") +
-                     (f" ({len(failed[s])} runs failed: no leader in 30 s, or one before the {kind})" if failed.get(s) else "")
+                     (f" beside {res['handover_load_cycles'][s]:,.0f} cycles/s"
+                      if kind == "handover_load" and s in res.get("handover_load_cycles", {}) else "") +
+                     (f" ({len(failed[s])} runs failed: no leader in 30 s, or one before the handover)" if failed.get(s) else "")
                      for s in SYSTEMS]
-            print(f"| {kind} p50 / p99 | " + " | ".join(cells) + " |")
+            label = "handover under load" if kind == "handover_load" else kind
+            print(f"| {label} p50 / p99 | " + " | ".join(cells) + " |")
     if res.get("partition"):
         def cell(rs):
             down = [r["stepdown_ms"] for r in rs if r["stepdown_ms"] is not None]
@@ -72,11 +75,14 @@ def table(res, clients):
 def check(res, only, clients):
     """The smoke's checks: the harness works; never timings."""
     bad = []
-    for kind in ("failover", "handover"):
+    for kind in ("failover", "handover", "handover-load"):
         if kind in only:
+            key = kind.replace("-", "_")
             for s in SYSTEMS:
-                if not res[kind].get(s) or any(x <= 0 or x > 30000 for x in res[kind][s]):
-                    bad.append(f"{kind} {s}: {res[kind].get(s)}")
+                if not res[key].get(s) or any(x <= 0 or x > 30000 for x in res[key][s]):
+                    bad.append(f"{kind} {s}: {res[key].get(s)}")
+                if kind == "handover-load" and not res.get("handover_load_cycles", {}).get(s, 0) > 0:
+                    bad.append(f"{kind} {s}: the load made no cycle")
     if "stale" in only:
         for s in SYSTEMS:
             for pause in ("sigstop", "self"):
@@ -110,11 +116,13 @@ def check(res, only, clients):
             rs = res["many"].get(v)
             if not rs or any(r["leases"] <= 0 for r in rs):
                 bad.append(f"many {v}: {rs}")
+            elif v == "pg_lease" and any(not r.get("server_waits", {}).get("hold", {}).get("samples") for r in rs):
+                bad.append(f"many {v}: the server's waits were not sampled: {[r.get('server_waits') for r in rs]}")
 
     if bad:
         print("SMOKE FAILED:\n  " + "\n  ".join(bad))
         sys.exit(1)
-    print("smoke: every system elected, handed over, failed over" +
+    print("smoke: every system elected, handed over (idle and under load), failed over" +
           ("" if "partition" not in only else
            f", partition {'skipped: ' + res['partition_skipped'] if res.get('partition_skipped') else 'a new leader while the old was cut off'}") +
           "; stale counts, ops and many figures produced")
