@@ -96,7 +96,7 @@ def main():
             rates = b.results.setdefault("handover_load_cycles", {})
             for system in SYSTEMS:
                 load = b.peer(system, "ops", "load", "-op", OPS["cycle"][system], "-clients", str(a.load_clients),
-                              "-seconds", str(seconds), "-ttl", "60s")
+                              "-seconds", str(seconds), "-ttl", f"{seconds + 60}s")  # no lease expires mid-load
                 time.sleep(2)  # the load's clients connected and cycling
                 t0 = time.time()
                 took = moves.moves(b, system, "handover", a.runs, key="handover_load")
