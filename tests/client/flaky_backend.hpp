@@ -7,6 +7,7 @@
 #include "pglease/error.hpp"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,10 @@ public:
     std::atomic<int> renew_many_calls{0};
     std::atomic<int> acquire_many_calls{0};
     std::atomic<int> release_many_calls{0};
+    std::atomic<int> listens{0};
+    std::atomic<int> unlistens{0};
+    /// Runs in listen(), before the subscription (set before start()).
+    std::function<void()> before_listen;
 
     /// The names of the last acquire_many call.
     std::vector<std::string> last_acquired() const {
@@ -82,6 +87,16 @@ public:
     std::vector<lease_record> list(const std::string& p) override {
         check();
         return m_inner->list(p);
+    }
+    bool listen() override {
+        ++listens;
+        if (before_listen)
+            before_listen();
+        return m_inner->listen();
+    }
+    void unlisten() noexcept override {
+        ++unlistens;
+        m_inner->unlisten();
     }
 
 private:

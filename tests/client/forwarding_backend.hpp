@@ -63,6 +63,7 @@ public:
     }
     std::vector<lease_record> list(const std::string& p) override { return m_inner->list(p); }
     bool listen() override { return m_inner->listen(); }
+    void unlisten() noexcept override { m_inner->unlisten(); }
     bool wait_for_change(const std::string& n, clock::time_point u) noexcept override {
         return m_inner->wait_for_change(n, u);
     }

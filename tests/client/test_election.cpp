@@ -296,6 +296,13 @@ TEST(election, epoch_is_kept_across_a_reacquire_by_the_same_identity) {
     const auto first = e.current().epoch();
     (void)e.resign(false); // not released: still ours on the "server"
     EXPECT_FALSE(e.leading());
+    // No acquire within the retry period, whatever wakes it (after a
+    // handover, resign(false), the successor holds the lease).
+    const int acquires = mine.acquires();
+    (void)e.step();
+    EXPECT_FALSE(e.leading());
+    EXPECT_EQ(mine.acquires(), acquires);
+    clk.advance(config.retry_period);
     (void)e.step();
     EXPECT_TRUE(e.leading());
     EXPECT_EQ(e.current().epoch(), first);

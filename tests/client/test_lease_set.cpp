@@ -157,18 +157,19 @@ TEST(lease_set, a_release_elsewhere_wakes_it_and_only_the_freed_lease_is_tried) 
     set.start();
     ASSERT_TRUE(store.wait_until_waiting(1));
     EXPECT_EQ(set.held_count(), 0U);
-    EXPECT_EQ(db.acquire_many_calls.load(), 1); // both tried once, both held elsewhere
+    // both tried, both held elsewhere; tried again once it listens
+    EXPECT_EQ(db.acquire_many_calls.load(), 2);
 
     // A grant to someone else is no reason to try: no wake, no round trip.
     (void)store.mark_held_elsewhere("job/1", "d", 60s); // a takeover of an expired grant
     (void)store.mark_held_elsewhere("other", "d", 60s); // a lease it does not want
-    EXPECT_EQ(db.acquire_many_calls.load(), 1);
+    EXPECT_EQ(db.acquire_many_calls.load(), 2);
 
     // A release of a wanted lease wakes it at once (the clock stands still:
     // not the retry period, not the expiry), and only that lease is tried.
     ASSERT_TRUE(store.release("job/0", "b", held_b));
     ASSERT_TRUE(soon([&] { return set.held("job/0"); }));
-    EXPECT_EQ(db.acquire_many_calls.load(), 2);
+    EXPECT_EQ(db.acquire_many_calls.load(), 3);
     EXPECT_EQ(db.last_acquired(), std::vector<std::string>{"job/0"});
     EXPECT_EQ(store.row("job/0").holder, "a");
     EXPECT_EQ(store.row("job/1").holder, "d");
@@ -177,6 +178,57 @@ TEST(lease_set, a_release_elsewhere_wakes_it_and_only_the_freed_lease_is_tried) 
     ASSERT_TRUE(store.revoke("job/1"));
     ASSERT_TRUE(soon([&] { return set.held("job/1"); }));
     EXPECT_EQ(db.last_acquired(), std::vector<std::string>{"job/1"});
+    set.stop();
+}
+
+TEST(lease_set, listens_only_while_another_holder_has_a_lease_it_wants) {
+    // Every lease free: granted, and no LISTEN (a listening session is sent
+    // every grant of the database).
+    {
+        lease_store free;
+        auto owned = std::make_unique<flaky_backend>(free.connect());
+        flaky_backend& db = *owned;
+        lease_set set{config(2), std::move(owned), free.clock()};
+        set.start();
+        ASSERT_TRUE(soon([&] { return set.held_count() == 2; }));
+        ASSERT_TRUE(free.wait_until_waiting(1));
+        EXPECT_EQ(db.listens.load(), 0);
+        set.stop();
+    }
+    lease_store store;
+    // One held elsewhere: it listens (and tries that one once more), and
+    // unlistens once it holds both.
+    const std::int64_t held_b = store.mark_held_elsewhere("job/1", "b", 60s);
+    auto owned = std::make_unique<flaky_backend>(store.connect());
+    flaky_backend& db = *owned;
+    lease_set set{config(2), std::move(owned), store.clock()};
+    set.start();
+    ASSERT_TRUE(store.wait_until_waiting(1));
+    EXPECT_TRUE(set.held("job/0"));
+    EXPECT_FALSE(set.held("job/1"));
+    EXPECT_EQ(db.listens.load(), 1);
+    EXPECT_EQ(db.unlistens.load(), 0);
+    EXPECT_EQ(db.acquire_many_calls.load(), 2); // the refusal, then the try after LISTEN
+    ASSERT_TRUE(store.release("job/1", "b", held_b));
+    ASSERT_TRUE(soon([&] { return set.held("job/1"); }));
+    ASSERT_TRUE(soon([&] { return db.unlistens.load() == 1; }));
+    EXPECT_EQ(db.listens.load(), 1);
+    set.stop();
+}
+
+TEST(lease_set, a_release_between_the_refusal_and_the_listen_is_not_missed) {
+    lease_store store;
+    const std::int64_t held_b = store.mark_held_elsewhere("job/0", "b", 60s);
+    auto owned = std::make_unique<flaky_backend>(store.connect());
+    flaky_backend& db = *owned;
+    // The release comes after the refusal and before the subscription: no
+    // event reaches the set, and the clock stands still (no retry period,
+    // no expiry): only the try after LISTEN can find it free.
+    db.before_listen = [&] { EXPECT_TRUE(store.release("job/0", "b", held_b)); };
+    lease_set set{config(1), std::move(owned), store.clock()};
+    set.start();
+    ASSERT_TRUE(soon([&] { return set.held("job/0"); }));
+    EXPECT_EQ(db.acquire_many_calls.load(), 2);
     set.stop();
 }
 

@@ -133,6 +133,7 @@ public:
         return m_inner.status(name);
     }
     bool listen() override { return m_inner.listen(); }
+    void unlisten() noexcept override { m_inner.unlisten(); }
     bool wait_for_change(const std::string& name,
                          pglease::clock::time_point until) noexcept override {
         return m_inner.wait_for_change(name, until);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The client parses each statement once per session: pq_backend prepares
 # lease_acquire, lease_renew, lease_release (and the rest) at first use and
-# executes the prepared statement from then on.  Seen in the server's log
+# executes the prepared statement from then on (lease_handover and the
+# read that confirms a handover, sent about once a term, go unnamed: one
+# round trip, no Parse ahead).  Seen in the server's log
 # (log_min_duration_statement = 0 logs every parse and every execute, with
 # the statement's name: "<unnamed>" for one parsed per call).  The fallback
 # to unnamed statements behind a transaction-mode pooler is checked by

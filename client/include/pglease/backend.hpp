@@ -105,6 +105,13 @@ public:
     /// expiry they know of (documented degradation, not an error).
     virtual bool listen() = 0;
 
+    /// Ends what listen() began (UNLISTEN pg_lease), bounded like a call.
+    /// A listening session is sent every lease event of its database: a
+    /// holder that waits for none stops them this way. Idempotent; never
+    /// throws (a session that breaks meanwhile listens no more either).
+    /// Default: nothing (a backend without events).
+    virtual void unlisten() noexcept;
+
     /// Blocks until an event for @p name arrives (true), @p until passes, or
     /// interrupt() is called (false). @p until is on the backend's clock.
     /// Never throws: a session that breaks during the wait ends it at once

@@ -74,6 +74,7 @@ public:
     std::optional<lease_record> status(const std::string& name) override;
     std::optional<lease_record> status_if_durable(const std::string& name) override;
     bool listen() override;
+    void unlisten() noexcept override;
     bool wait_for_change(const std::string& name, clock::time_point until) noexcept override;
     void interrupt() noexcept override;
     bool take_handover_hint(const std::string& name, const std::string& holder) noexcept override;

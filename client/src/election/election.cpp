@@ -100,9 +100,9 @@ std::vector<election_event> election::step() {
         return events;
     }
 
-    // 4a. A term was just refused (a downstream could not be raised): wait
-    //     out the retry period, whatever woke us.
-    if (now < m_refused_until)
+    // 4a. A term was just refused (a downstream could not be raised), or
+    //     handed over: wait out the retry period, whatever woke us.
+    if (now < m_quiet_until)
         return events;
 
     // 5. Follower: one acquire. It grants when the lease is free or expired
@@ -157,7 +157,7 @@ void election::refuse_term(std::vector<election_event>& events, const std::strin
     e.why = why;
     events.push_back(std::move(e));
     m_next = m_clock.now() + jittered_retry();
-    m_refused_until = m_next;
+    m_quiet_until = m_next;
 }
 
 std::vector<election_event> election::resign(bool release) {
@@ -173,6 +173,8 @@ std::vector<election_event> election::resign(bool release) {
     }
     end_term(events, step_down_reason::resigned);
     m_next = m_clock.now() + jittered_retry();
+    if (!release)
+        m_quiet_until = m_next;
     return events;
 }
 

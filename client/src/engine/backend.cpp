@@ -62,6 +62,8 @@ bool backend::wait_for_free(const std::set<std::string>& /*names*/, clock::time_
     return wait_for_change(std::string{}, until); // no lease has an empty name
 }
 
+void backend::unlisten() noexcept {}
+
 bool backend::take_handover_hint(const std::string& /*name*/,
                                  const std::string& /*holder*/) noexcept {
     return false;

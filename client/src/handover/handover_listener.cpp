@@ -173,8 +173,12 @@ void handover_listener::state::run() noexcept {
         const int rc = ::poll(fds, fds[1].fd >= 0 ? 2 : 1, -1);
         if (rc < 0 && errno != EINTR)
             return;
-        if ((fds[0].revents & POLLIN) != 0)
+        if ((fds[0].revents & POLLIN) != 0) {
+            // Closed before the receiver goes: no UNLISTEN round trip while
+            // the owner waits (a yield_to() hands over only after this).
+            pqxx_compat::close(*conn);
             return;
+        }
     }
 }
 

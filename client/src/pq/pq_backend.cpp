@@ -138,16 +138,43 @@ std::optional<std::int64_t> pq_backend::handover(const std::string& name, const 
 bool pq_backend::listen() {
     if (!m_options.listen)
         return false;
-    m_listen_wanted = true;
+    const bool listening = connected() && m_session->listener;
+    m_listen_wanted = true; // from here live() listens on every session it opens
     try {
         session& s = live();
         s.end_calls(); // LISTEN outside libpqxx's open transaction object
         if (!s.listener)
             s.listener = std::make_unique<pqxx_compat::channel_listener>(
                 s.conn, "pg_lease", detail::collect_events(m_changed, m_freed, m_handed));
-        return true;
     } catch (const std::exception&) {
         return false;
+    }
+    if (listening)
+        return true;
+    // A session that listens may be told of a handover to its holder, which
+    // it confirms with status_if_durable(). A session's first such read
+    // plans against cold caches (about 1 ms): paid here, off that path.
+    try {
+        (void)read_status(m_sql->status_if_durable, std::string{});
+    } catch (const std::exception&) {
+        // Only a warm-up: the read runs cold later if it must.
+    }
+    return true;
+}
+
+void pq_backend::unlisten() noexcept {
+    m_listen_wanted = false; // no session opened from now on listens
+    if (!connected() || !m_session->listener)
+        return;
+    try {
+        // The UNLISTEN round trip under the call's watchdog, as any call.
+        (void)call("UNLISTEN", bounded(clock::time_point::max(), m_options.call_timeout), [&] {
+            m_session->end_calls(); // outside libpqxx's open transaction object
+            m_session->listener.reset();
+            return true;
+        });
+    } catch (const std::exception&) {
+        drop(); // a session that did not answer listens no more once closed
     }
 }
 

@@ -127,11 +127,12 @@ struct pq_backend::session {
     /// session between server connections, where the statement may be
     /// missing (26000) or already prepared (42P05): from then on this
     /// session sends its statements unnamed. Neither error comes after an
-    /// execution, so the call still runs once.
+    /// execution, so the call still runs once. A statement of use::once
+    /// is always sent unnamed: one round trip, no Parse ahead of it.
     template <typename... Args>
     pqxx::result exec(const detail::statement& st, const Args&... args) {
         pqxx::nontransaction& tx = calls();
-        if (prepare) {
+        if (prepare && st.how == detail::statement::use::often) {
             try {
                 if (std::find(prepared.begin(), prepared.end(), &st) == prepared.end()) {
                     conn.prepare(st.name, st.sql); // bookkeeping only: parsed at first use

@@ -35,8 +35,9 @@ constexpr const char* acquire_columns =
 
 } // namespace
 
-statement::statement(std::string text)
+statement::statement(std::string text, use how_often)
     : sql{std::move(text)}
+    , how{how_often}
     , name{name_for(sql)} {}
 
 pq_statements::pq_statements(const std::string& schema)
@@ -52,11 +53,13 @@ pq_statements::pq_statements(const std::string& schema)
     , release{"SELECT " + qualified_name(schema, "lease_release") +
               "($1, $2, $3) FROM pg_catalog.set_config('synchronous_commit', 'off', true)"}
     , revoke{"SELECT " + qualified_name(schema, "lease_revoke") + "($1)"}
-    , handover{"SELECT " + qualified_name(schema, "lease_handover") + "($1, $2, $3, $4)"}
+    , handover{"SELECT " + qualified_name(schema, "lease_handover") + "($1, $2, $3, $4)",
+               statement::use::once}
     , status{status_columns + qualified_name(schema, "lease_status") + " WHERE name = $1"}
     , status_if_durable{status_columns + qualified_name(schema, "lease_status") +
-                        " WHERE name = $1 AND "
-                        "pg_catalog.current_setting('synchronous_standby_names') = ''"}
+                            " WHERE name = $1 AND "
+                            "pg_catalog.current_setting('synchronous_standby_names') = ''",
+                        statement::use::once}
     , list{status_columns + qualified_name(schema, "lease_status") +
            " WHERE starts_with(name, $1) ORDER BY name"}
     // Both arrays travel as one parameter each, in array literal syntax.

@@ -10,9 +10,17 @@ namespace pglease::detail {
 
 /// One statement: its text and the name a session prepares it under.
 struct statement {
-    explicit statement(std::string text);
+    /// How often a session sends it: a prepared statement costs a Parse
+    /// round trip before its first execution, an unnamed one none.
+    enum class use {
+        often, ///< prepared once per session, then Bind and Execute
+        once,  ///< about once a term (a handover, the read that confirms
+               ///< one): sent unnamed, one round trip on a handover's path
+    };
+    explicit statement(std::string text, use how = use::often);
 
     std::string sql;
+    use how;
     /// "pglease_" and the FNV-1a hash of sql: the same name for the same
     /// text in every client, so a statement another session left prepared
     /// on a pooled server connection is this one.

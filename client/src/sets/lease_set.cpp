@@ -166,11 +166,30 @@ void lease_set::dispatch(std::vector<lease_set_event> events) {
     }
 }
 
+void lease_set::follow_events() {
+    // Events only while another holder has a wanted lease: a listening
+    // session is sent every lease event of its database (100 sets granted
+    // 1,000 leases each at once would each be sent all 100,000 grants,
+    // ahead of their renewals' replies).
+    const bool wanted = m_state->waits_for_others();
+    if (wanted == m_listening)
+        return;
+    m_listening = wanted;
+    if (!wanted) {
+        m_db->unlisten();
+        return;
+    }
+    // Once listening, no release is missed; one that came between the
+    // refusal and the LISTEN is found by trying those leases again now.
+    (void)m_db->listen();
+    m_state->lease_freed({});
+}
+
 void lease_set::run() noexcept {
     // It wakes at its next step, at interrupt() (add, remove, a callback
-    // done, report_lost, stop), or at a NOTIFY for a wanted lease (released,
-    // revoked, handed over), which makes the next step try to acquire.
-    (void)m_db->listen();
+    // done, report_lost, stop), or, while it listens, at a NOTIFY for a
+    // wanted lease (released, revoked, handed over), which makes the next
+    // step try to acquire.
     bool stopping = false;
     std::vector<std::string> freed;
     for (;;) {
@@ -181,6 +200,7 @@ void lease_set::run() noexcept {
                 dispatch(m_state->stop());
             }
             dispatch(m_state->step());
+            follow_events();
         } catch (const std::exception&) {
             // Not expected (step() handles backend errors): keep going, but
             // not in a tight loop.

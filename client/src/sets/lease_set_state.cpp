@@ -57,6 +57,7 @@ void lease_set_state::lease_freed(const std::vector<std::string>& names) {
 
 void lease_set_state::remove(const std::string& name) {
     // The term ends at the next step (step 1), which also releases it.
+    m_held_elsewhere.erase(name);
     if (m_wanted.erase(name) > 0)
         m_next = m_clock.now();
 }
@@ -171,11 +172,13 @@ bool lease_set_state::acquire(std::vector<lease_set_event>& events,
         const acquire_reply& reply = replies[i];
         if (!reply.acquired) {
             // Held elsewhere: try again at its expiry if that comes first.
+            m_held_elsewhere.insert(names[i]);
             if (reply.remaining)
                 m_next_acquire =
                     std::min(m_next_acquire, arrived + *reply.remaining + expiry_slack);
             continue;
         }
+        m_held_elsewhere.erase(names[i]);
         auto l = m_terms.make_grant(names[i]);
         if (!l->apply_acquire(sent, arrived, reply))
             continue;

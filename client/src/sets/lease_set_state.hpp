@@ -66,7 +66,9 @@ struct lease_set_event {
 ///     acquire_batch() names go in one: halved when a batch fails or is
 ///     not answered within renew_interval (a server too loaded to grant
 ///     them all at once), doubled again when one is answered within a
-///     quarter of it; the next batch follows at once.
+///     quarter of it; the next batch follows at once. A lease refused
+///     there (another holder has it) keeps waits_for_others() true until
+///     it is granted or removed: the owner listens for events only then.
 ///
 /// A term's stop_token is signalled when it ends, and reads as stopped from
 /// its local deadline on by itself. A lease is never believed held past
@@ -108,6 +110,13 @@ public:
     /// retry period or the expiry it knew of. The periodic acquire of every
     /// wanted lease keeps its schedule.
     void lease_freed(const std::vector<std::string>& names);
+
+    /// True while a wanted lease without a term was refused at its last
+    /// try (another holder has it): then, and only then, events can say
+    /// it was freed, so the owner listens for them. False once stopping.
+    [[nodiscard]] bool waits_for_others() const noexcept {
+        return !m_stopping && !m_held_elsewhere.empty();
+    }
 
     /// The on_acquired of @p name's term with @p epoch threw: the next step
     /// ends the term (lease_loss::failed), which is released after its
@@ -190,6 +199,8 @@ private:
 
     std::set<std::string> m_wanted;
     std::set<std::string> m_freed; ///< lease_freed(): acquire these at the next step
+    /// Wanted, refused at the last try: held by another holder.
+    std::set<std::string> m_held_elsewhere;
 
     std::atomic<std::uint64_t> m_acquires{0};
     std::size_t m_acquire_batch = max_acquire_batch;

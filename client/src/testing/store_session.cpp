@@ -80,6 +80,12 @@ public:
         return true;
     }
 
+    /// As UNLISTEN: events from now on are not delivered to this session.
+    void unlisten() noexcept override {
+        const std::lock_guard lock{m_state->mutex};
+        m_state->waiters[m_id].listening = false;
+    }
+
     std::vector<lease_record> list(const std::string& prefix) override {
         return m_sql.list(prefix);
     }

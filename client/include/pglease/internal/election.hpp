@@ -91,9 +91,12 @@ private:
     backend& m_db;
     lease m_lease;
     std::vector<backend*> m_downstreams;
-    /// After a refused term, no acquire before this (a NOTIFY, such as the
-    /// refusal's own release, must not make a candidate spin grants).
-    clock::time_point m_refused_until{};
+    /// No acquire before this, whatever wakes the loop: after a refused
+    /// term (a NOTIFY, such as the refusal's own release, must not make a
+    /// candidate spin grants), and after a resign without release, such as
+    /// a handover (the successor holds the lease for a ttl; an acquire at
+    /// the handover's NOTIFY would only meet the successor's first read).
+    clock::time_point m_quiet_until{};
     std::mt19937_64 m_rng;
     std::atomic<bool> m_leading{false};
     clock::time_point m_next;

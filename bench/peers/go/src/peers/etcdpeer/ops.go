@@ -20,6 +20,9 @@ func ops(f *common.Flags) {
 			c.Close()
 		}
 	}()
+	// -ttl: the grant-revoke leases' ttl, and how long the leases a
+	// client keeps for the whole run live (whole seconds in etcd; the
+	// driver passes one longer than the run, so none expires mid-run).
 	ttl := int64(f.TTL / time.Second)
 	if ttl < 1 {
 		ttl = 1
@@ -61,7 +64,7 @@ func ops(f *common.Flags) {
 		case "claim-delete":
 			// What Campaign + Resign write, without the wait: the key
 			// created under a lease if absent, then deleted if ours.
-			g, err := cli.Grant(ctx, 60)
+			g, err := cli.Grant(ctx, ttl)
 			if err != nil {
 				common.Die("grant", err)
 			}
@@ -85,7 +88,7 @@ func ops(f *common.Flags) {
 			// expiry in the leader's memory (not persisted).
 			ids := make([]int64, f.Window)
 			for k := range ids {
-				g, err := cli.Grant(ctx, 60)
+				g, err := cli.Grant(ctx, ttl)
 				if err != nil {
 					common.Die("grant", err)
 				}
@@ -109,7 +112,7 @@ func ops(f *common.Flags) {
 				return true
 			}
 		case "keepalive-once":
-			g, err := cli.Grant(ctx, 60)
+			g, err := cli.Grant(ctx, ttl)
 			if err != nil {
 				common.Die("grant", err)
 			}
