@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The client tests that stop, restart or freeze their server: runs the test
+# The client tests that stop, restart or freeze their server, or need a
+# small lock table: runs the test
 # binary ($1) against a throwaway cluster, with PGLEASE_TEST_PG_CTL set to
 # the pg_ctl command that stops and starts it and PGLEASE_TEST_DATA_DIR to
 # its data directory (postmaster.pid names the postmaster).
@@ -7,6 +8,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../harness/pg_cluster.sh"
 
+# A small lock table (a few hundred entries) for test_pg_lock_table.cpp, in
+# the configuration file: the other tests' restarts keep it.
+pg_cluster_init server_control
+printf 'max_locks_per_transaction = 10\nmax_connections = 20\n' \
+	>>"$(pg_cluster_dir server_control)/data/postgresql.conf"
 pg_cluster_start server_control
 psql -X -q -c 'CREATE EXTENSION pg_lease'
 dir=$(pg_cluster_dir server_control)

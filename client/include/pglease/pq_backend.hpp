@@ -83,15 +83,19 @@ public:
     renew_many(const std::vector<std::string>& names, const std::string& holder,
                const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
                clock::time_point deadline) override;
-    /// One statement over unnest(names) with lease_acquire: one round trip,
-    /// one commit; bounded by acquire_timeout and @p deadline.
+    /// Statements over unnest(names) with lease_acquire, 64 names each (a
+    /// change of holder holds a lock-table entry per lease until its
+    /// commit: 64 is what PostgreSQL sizes its lock table for per
+    /// session); one round trip and one commit each; the whole call
+    /// bounded by acquire_timeout and @p deadline.
     std::vector<acquire_reply> acquire_many(const std::vector<std::string>& names,
                                             const std::string& holder,
                                             std::chrono::milliseconds ttl,
                                             std::chrono::milliseconds lock_delay,
                                             clock::time_point deadline) override;
-    /// One statement over unnest(names, epochs) with lease_release; bounded
-    /// by acquire_timeout and @p deadline.
+    /// Statements over unnest(names, epochs) with lease_release, 64 names
+    /// each, as acquire_many; the whole call bounded by acquire_timeout and
+    /// @p deadline.
     std::vector<bool> release_many(const std::vector<std::string>& names, const std::string& holder,
                                    const std::vector<std::int64_t>& epochs,
                                    clock::time_point deadline) override;

@@ -4,6 +4,10 @@
 #include "pq/pq_arrays.hpp"
 #include "pq/pq_session.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
 namespace pglease {
 namespace {
 
@@ -22,6 +26,29 @@ lease_record record_of(const Row& row) {
     rec.valid = row[3].template as<bool>();
     rec.remaining = std::chrono::microseconds{row[4].template as<long long>()};
     return rec;
+}
+
+/// The most names one acquire_many or release_many statement carries. A
+/// change of holder takes the ending grant's fence lock until its commit
+/// (one lock-table entry per lease), and PostgreSQL sizes its shared lock
+/// table for max_locks_per_transaction (64 by default) per session: 100
+/// sets granting 1,000 leases each in one statement each fill it, and then
+/// every session's next lock fails ("out of shared memory"), connections
+/// included. So a call sends its names in statements of this many, one
+/// after another, each its own commit, all within the call's deadline.
+constexpr std::size_t names_per_statement = 64;
+
+/// Runs @p one over [begin, end) slices of @p count names, in order.
+template <typename One>
+void in_slices(std::size_t count, One&& one) {
+    for (std::size_t begin = 0; begin < count; begin += names_per_statement)
+        one(begin, std::min(count, begin + names_per_statement));
+}
+
+template <typename T>
+std::vector<T> slice(const std::vector<T>& all, std::size_t begin, std::size_t end) {
+    return {all.begin() + static_cast<std::ptrdiff_t>(begin),
+            all.begin() + static_cast<std::ptrdiff_t>(end)};
 }
 
 } // namespace
@@ -77,25 +104,27 @@ std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::strin
     if (names.empty())
         return {};
     return call("lease_acquire_many", bounded(deadline, m_options.acquire_timeout), [&] {
-        const pqxx::result r =
-            lock_delay == std::chrono::milliseconds::zero()
-                ? m_session->exec(m_sql->acquire_many, detail::text_array(names), holder,
-                                  interval_text(ttl))
-                : m_session->exec(m_sql->acquire_many_delayed, detail::text_array(names), holder,
-                                  interval_text(ttl), interval_text(lock_delay));
-        if (static_cast<std::size_t>(r.size()) != names.size())
-            throw error{"lease_acquire_many: " + std::to_string(r.size()) + " rows for " +
-                        std::to_string(names.size()) + " leases"};
         std::vector<acquire_reply> out;
         out.reserve(names.size());
-        for (const auto& row : r) {
-            acquire_reply reply;
-            reply.acquired = row[0].as<bool>();
-            reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
-            reply.holder = row[2].as<std::string>();
-            reply.remaining = micros(row[3]);
-            out.push_back(std::move(reply));
-        }
+        in_slices(names.size(), [&](std::size_t begin, std::size_t end) {
+            const std::string name_array = detail::text_array(slice(names, begin, end));
+            const pqxx::result r =
+                lock_delay == std::chrono::milliseconds::zero()
+                    ? m_session->exec(m_sql->acquire_many, name_array, holder, interval_text(ttl))
+                    : m_session->exec(m_sql->acquire_many_delayed, name_array, holder,
+                                      interval_text(ttl), interval_text(lock_delay));
+            if (static_cast<std::size_t>(r.size()) != end - begin)
+                throw error{"lease_acquire_many: " + std::to_string(r.size()) + " rows for " +
+                            std::to_string(end - begin) + " leases"};
+            for (const auto& row : r) {
+                acquire_reply reply;
+                reply.acquired = row[0].as<bool>();
+                reply.epoch = row[1].is_null() ? 0 : row[1].as<std::int64_t>();
+                reply.holder = row[2].as<std::string>();
+                reply.remaining = micros(row[3]);
+                out.push_back(std::move(reply));
+            }
+        });
         return out;
     });
 }
@@ -108,15 +137,18 @@ std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names
     if (names.empty())
         return {};
     return call("lease_release_many", bounded(deadline, m_options.acquire_timeout), [&] {
-        const pqxx::result r = m_session->exec(m_sql->release_many, detail::text_array(names),
-                                               holder, detail::bigint_array(epochs));
-        if (static_cast<std::size_t>(r.size()) != names.size())
-            throw error{"lease_release_many: " + std::to_string(r.size()) + " rows for " +
-                        std::to_string(names.size()) + " leases"};
         std::vector<bool> out;
         out.reserve(names.size());
-        for (const auto& row : r)
-            out.push_back(row[0].as<bool>());
+        in_slices(names.size(), [&](std::size_t begin, std::size_t end) {
+            const pqxx::result r =
+                m_session->exec(m_sql->release_many, detail::text_array(slice(names, begin, end)),
+                                holder, detail::bigint_array(slice(epochs, begin, end)));
+            if (static_cast<std::size_t>(r.size()) != end - begin)
+                throw error{"lease_release_many: " + std::to_string(r.size()) + " rows for " +
+                            std::to_string(end - begin) + " leases"};
+            for (const auto& row : r)
+                out.push_back(row[0].as<bool>());
+        });
         return out;
     });
 }
