@@ -7,6 +7,7 @@
 
 #include "pglease/internal/installation.hpp"
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <set>
@@ -83,19 +84,26 @@ public:
     renew_many(const std::vector<std::string>& names, const std::string& holder,
                const std::vector<std::int64_t>& epochs, std::chrono::milliseconds ttl,
                clock::time_point deadline) override;
-    /// Statements over unnest(names) with lease_acquire, 64 names each (a
-    /// change of holder holds a lock-table entry per lease until its
-    /// commit: 64 is what PostgreSQL sizes its lock table for per
-    /// session); one round trip and one commit each; the whole call
-    /// bounded by acquire_timeout and @p deadline.
+    /// The most names one acquire_many or release_many statement carries.
+    /// A change of holder holds the ending grant's fence lock, one entry of
+    /// the server's shared lock table, until its commit, and PostgreSQL
+    /// sizes that table for max_locks_per_transaction (64 by default) per
+    /// session: 100 sets granting 1,000 leases each in one statement filled
+    /// it, and every session's next lock failed ("out of shared memory"),
+    /// connections included.
+    static constexpr std::size_t names_per_statement = 64;
+
+    /// Statements over unnest(names) with lease_acquire, names_per_statement
+    /// names each, one after another; one round trip and one commit each;
+    /// the whole call bounded by acquire_timeout and @p deadline.
     std::vector<acquire_reply> acquire_many(const std::vector<std::string>& names,
                                             const std::string& holder,
                                             std::chrono::milliseconds ttl,
                                             std::chrono::milliseconds lock_delay,
                                             clock::time_point deadline) override;
-    /// Statements over unnest(names, epochs) with lease_release, 64 names
-    /// each, as acquire_many; the whole call bounded by acquire_timeout and
-    /// @p deadline.
+    /// Statements over unnest(names, epochs) with lease_release,
+    /// names_per_statement names each, as acquire_many; the whole call
+    /// bounded by acquire_timeout and @p deadline.
     std::vector<bool> release_many(const std::vector<std::string>& names, const std::string& holder,
                                    const std::vector<std::int64_t>& epochs,
                                    clock::time_point deadline) override;

@@ -28,21 +28,12 @@ lease_record record_of(const Row& row) {
     return rec;
 }
 
-/// The most names one acquire_many or release_many statement carries. A
-/// change of holder takes the ending grant's fence lock until its commit
-/// (one lock-table entry per lease), and PostgreSQL sizes its shared lock
-/// table for max_locks_per_transaction (64 by default) per session: 100
-/// sets granting 1,000 leases each in one statement each fill it, and then
-/// every session's next lock fails ("out of shared memory"), connections
-/// included. So a call sends its names in statements of this many, one
-/// after another, each its own commit, all within the call's deadline.
-constexpr std::size_t names_per_statement = 64;
-
 /// Runs @p one over [begin, end) slices of @p count names, in order.
 template <typename One>
 void in_slices(std::size_t count, One&& one) {
-    for (std::size_t begin = 0; begin < count; begin += names_per_statement)
-        one(begin, std::min(count, begin + names_per_statement));
+    constexpr std::size_t per = pq_backend::names_per_statement;
+    for (std::size_t begin = 0; begin < count; begin += per)
+        one(begin, std::min(count, begin + per));
 }
 
 template <typename T>
