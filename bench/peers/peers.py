@@ -18,7 +18,7 @@ import os
 import statistics
 import time
 
-from driver import many, moves, ops, partition, stale
+from driver import many, moves, ops, partition, stale, walsync
 from driver.bench import Bench
 from driver.common import MANY_TTL, OPS, RETRY, SYSTEMS, TTL, loadavg, pct, spread
 from driver.report import check, table
@@ -51,6 +51,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--clients", default="1,4,16")
+    ap.add_argument("--ops", default=",".join(OPS), help="ops: which of its figures (cycle: with each WAL's flushes)")
     ap.add_argument("--many-procs", type=int, default=100)
     ap.add_argument("--many-leases", type=int, default=1000)
     ap.add_argument("--many-hold", type=float, default=32.0, help="seconds held once all are granted (> ttl)")
@@ -73,7 +74,7 @@ def main():
     b.results["settings"] = {"ttl": TTL, "retry": RETRY, "runs": a.runs, "stale_runs": a.stale_runs, "rounds": a.rounds,
                              "seconds": a.seconds, "clients": clients, "many_procs": a.many_procs,
                              "many_leases": a.many_leases, "many_ttl": MANY_TTL, "many_hold_s": a.many_hold,
-                             "many_runs": a.many_runs, "cpus": sorted(os.sched_getaffinity(0)), "load_start": loadavg()}
+                             "many_runs": a.many_runs, "ops": a.ops.split(","), "cpus": sorted(os.sched_getaffinity(0)), "load_start": loadavg()}
     try:
         for kind in ("failover", "handover"):
             if kind not in only:
@@ -144,20 +145,31 @@ def main():
                             b.cleanup()
         if "ops" in only:
             print(f"ops: {a.rounds} rounds of {a.seconds} s, order rotated per round; load {loadavg()}", flush=True)
+            walsync.setup(b)
             for c in clients:
                 for figure, per in OPS.items():
-                    samples = {s: [] for s in per if s in SYSTEMS}
+                    samples = {s: [] for s in per if s in SYSTEMS and figure in a.ops.split(",")}
+                    flushes = {}
                     if not samples:
                         continue
                     for r in range(a.rounds):
                         order = list(samples)
                         order = order[r % len(order):] + order[:r % len(order)]
                         for system in order:
-                            samples[system].append(ops.ops(b, system, per[system], c, a.seconds))
+                            wal = figure == "cycle" and system in walsync.SYSTEMS
+                            before = walsync.snapshot(b, system) if wal else None
+                            rate, done = ops.ops(b, system, per[system], c, a.seconds)
+                            samples[system].append(rate)
+                            if wal:  # the same round's flushes: each server's own counters
+                                flushes.setdefault(system, []).append(
+                                    walsync.delta(before, walsync.snapshot(b, system), done))
                     for system, xs in samples.items():
                         b.results["ops"].setdefault(figure, {}).setdefault(system, {})[str(c)] = xs
                         print(f"  {figure} {system} ({per[system]}) {c} clients: median {statistics.median(xs):.0f}/s {xs}",
                               flush=True)
+                        if system in flushes:
+                            b.results["wal"].setdefault(system, {})[str(c)] = flushes.pop(system)
+                            print(f"    WAL flushes: {walsync.say(b.results['wal'][system][str(c)])}", flush=True)
                 b.cleanup()
         if "many" in only:
             variants = [v for v in a.many_variants.split(",") if (v if v != "etcd-keys" else "etcd") in SYSTEMS]

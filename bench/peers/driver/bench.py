@@ -12,7 +12,7 @@ class Bench:
     def __init__(self, a):
         self.a = a
         self.results = {"systems": SYSTEMS, "failover": {}, "handover": {}, "handover_load": {}, "stale": {},
-                        "partition": {}, "ops": {}, "many": {}, "settings": {}}
+                        "partition": {}, "ops": {}, "wal": {}, "many": {}, "settings": {}}
         self.live = []
 
     # ---- the systems ----------------------------------------------------

@@ -1,4 +1,4 @@
-"""Throughput: one operation, N clients, a fixed time."""
+"""Throughput: one operation, N clients, a fixed time: (rate, operations done)."""
 
 
 def ops(b, system, op, clients, seconds):
@@ -8,4 +8,4 @@ def ops(b, system, op, clients, seconds):
     p.stop(grace=30)
     if not got or p.proc.returncode != 0:
         p.fail(f"ops {op} at {clients} clients failed")
-    return float(got[5])
+    return float(got[5]), int(got[3])

@@ -3,6 +3,7 @@ smoke's checks (the harness works; never timings)."""
 import statistics
 import sys
 
+from driver import walsync
 from driver.common import OPS, SYSTEMS, pct, spread
 
 
@@ -58,6 +59,11 @@ def table(res, clients):
                     cell = f"{statistics.median(xs):,.0f} leases/s, {statistics.median(xs) / 100:,.0f} round trips/s"
                 cells.append(cell)
             print(f"| {figure}, {c} clients | " + " | ".join(cells) + " |")
+    wal = res.get("wal", {})
+    for c in clients:
+        if any(str(c) in wal.get(s, {}) for s in SYSTEMS):
+            print(f"| WAL flushes during the cycle, {c} clients | " + " | ".join(
+                walsync.say(wal[s][str(c)]) if str(c) in wal.get(s, {}) else "-" for s in SYSTEMS) + " |")
     for v, rs in res["many"].items():
         cells = [f"expired at the server {spread([r['expired'] for r in rs], '{:.0f}')}",
                  f"not granted within the bound {spread([r.get('not_granted', 0) for r in rs], '{:.0f}')}",
@@ -106,11 +112,15 @@ def check(res, only, clients):
                 bad.append(f"partition {s}: {rs}")
     if "ops" in only:
         for figure, per in OPS.items():
-            for s in (x for x in per if x in SYSTEMS):
+            for s in (x for x in per if x in SYSTEMS and figure in res["settings"]["ops"]):
                 for c in clients:
                     xs = res["ops"].get(figure, {}).get(s, {}).get(str(c))
                     if not xs or min(xs) <= 0:
                         bad.append(f"ops {figure} {s} {c}: {xs}")
+                    if figure == "cycle" and s in walsync.SYSTEMS:
+                        rounds = res["wal"].get(s, {}).get(str(c))
+                        if not rounds or any(not r["flushes"] or not r["flush_ms"] for r in rounds):
+                            bad.append(f"WAL flushes of the cycle {s} {c}: {rounds}")
     if "many" in only:
         for v in res["settings"].get("many_variants", []):
             rs = res["many"].get(v)
@@ -122,7 +132,9 @@ def check(res, only, clients):
     if bad:
         print("SMOKE FAILED:\n  " + "\n  ".join(bad))
         sys.exit(1)
-    print("smoke: every system elected, handed over (idle and under load), failed over" +
-          ("" if "partition" not in only else
-           f", partition {'skipped: ' + res['partition_skipped'] if res.get('partition_skipped') else 'a new leader while the old was cut off'}") +
-          "; stale counts, ops and many figures produced")
+    said = {"failover": "failed over", "handover": "handed over", "handover-load": "handed over under load",
+            "stale": "stale counts", "ops": "ops figures and the cycle's WAL flushes", "many": "many figures"}
+    done = [said[k] for k in said if k in only]
+    if "partition" in only:
+        done.append(f"partition {'skipped: ' + res['partition_skipped'] if res.get('partition_skipped') else 'a new leader while the old was cut off'}")
+    print(f"smoke ({', '.join(SYSTEMS)}): " + "; ".join(done) + ": produced")
