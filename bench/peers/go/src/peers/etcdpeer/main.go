@@ -39,9 +39,15 @@ import (
 )
 
 func connect(f *common.Flags) *clientv3.Client {
+	return connectWithin(f, 5*time.Second)
+}
+
+// connectWithin: clientv3 also gives up on a lease whose first keepalive
+// answer takes longer than the dial timeout + 1 s (its only knob for it).
+func connectWithin(f *common.Flags, dial time.Duration) *clientv3.Client {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{f.Endpoint},
-		DialTimeout: 5 * time.Second,
+		DialTimeout: dial,
 	})
 	if err != nil {
 		common.Die("etcd", err)

@@ -19,7 +19,12 @@ import (
 // keys on each (one keepalive keeps them all). Held until "resign" (or the
 // -hold bound); then etcd is asked which are gone.
 func many(f *common.Flags) {
-	cli := connect(f)
+	// 100 processes granting 100,000 leases keep etcd's applier busy, and
+	// a keepalive is answered only once the applier has caught up: the
+	// first answer may take seconds. Given up after 6 s (the default dial
+	// timeout + 1 s), every lease was lost in an earlier run; an etcd user
+	// holding this many leases allows it the lease's ttl.
+	cli := connectWithin(f, f.TTL)
 	defer cli.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
