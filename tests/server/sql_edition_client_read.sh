@@ -20,7 +20,10 @@ source "$here/lib.sh"
 sql_edition_cluster sql_edition_client_read
 work=$PG_CLUSTER_ROOT
 log=$(pg_cluster_dir sql_edition_client_read)/server.log
-cc -O1 -o "$work/pipeline_stall" "$here/pipeline_stall.c" -I"$("$PG_BIN/pg_config" --includedir 2>/dev/null || pg_config --includedir)" -lpq
+# libpq's headers are the system's, whatever server runs (a private or
+# another major's installation has a pg_config of its own, without them).
+libpq_cflags=$(pkg-config --cflags libpq 2>/dev/null || echo "-I$(/usr/bin/pg_config --includedir)")
+cc -O1 -o "$work/pipeline_stall" "$here/pipeline_stall.c" $libpq_cflags -lpq
 q "GRANT pg_signal_backend TO app_owner" >/dev/null
 sql_edition_install
 q "CREATE TABLE jobs (id int, note text, epoch bigint)" >/dev/null
