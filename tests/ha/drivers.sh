@@ -16,12 +16,13 @@
 #
 #   ha_on_exit STOP_ALL          # trap: drivers, then STOP_ALL; logs kept on failure
 #   ha_client_env                # PG* variables for psql, the clock offset
-#   ha_schema                    # pg_lease, the fenced tables, the commit order
-#   ha_start_drivers             # the four writers
-#   ha_wait_writing              # until both leases have acknowledged writes
+#   ha_suite FAULTS M [--allow-loss]   # the writers, the faults, the check
 #   fault_log WORDS...           # one line of faults.log (check.py reads it)
-#   ha_collect                   # stop the writers, copy the surviving tables
-#   ha_check [--allow-loss]      # tests/ha/check.py on OUT
+#
+# ha_suite calls the cluster manager's functions, prefixed M: M_primary
+# (the primary's name), M_timeline NODE, M_fault FAULT PRIMARY TIMELINE
+# (one fault, until the cluster is healthy again), M_final (what else the
+# record keeps).
 #
 # Every wait is bounded.
 
@@ -193,3 +194,26 @@ ha_collect()
 
 # ha_check [--allow-loss]: the invariants and figures (tests/ha/check.py).
 ha_check() { /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/check.py" "$OUT" "$@"; }
+
+# ha_suite FAULTS M [CHECK OPTIONS]: pg_lease and the fenced tables on the
+# primary, the writers, each fault of the comma-separated FAULTS in turn,
+# then the record and its check.
+ha_suite()
+{
+	local faults=$1 m=$2 f p tl
+	shift 2
+	ha_schema
+	ha_start_drivers
+	ha_wait_writing
+	IFS=, read -r -a faults <<<"$faults"
+	for f in "${faults[@]}"; do
+		p=$("${m}_primary") || { ha_log "no primary before $f"; return 1; }
+		tl=$("${m}_timeline" "$p")
+		"${m}_fault" "$f" "$p" "$tl"
+	done
+	ha_collect
+	p=$("${m}_primary")
+	fault_log "final primary $p timeline $("${m}_timeline" "$p")"
+	"${m}_final"
+	ha_check "$@"
+}

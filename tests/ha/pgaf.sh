@@ -144,7 +144,7 @@ pgaf_primary_is_not()
 # assigned, and a standby the primary's commits wait for.
 pgaf_healthy()
 {
-	local p
+	local p s
 	read -r -a s <<<"$(pgaf_states)" || return 1
 	[ ${#s[@]} = 6 ] || return 1
 	[ "${s[1]}" = "${s[2]}" ] && [ "${s[4]}" = "${s[5]}" ] || return 1
@@ -260,16 +260,13 @@ cat >"$OUT/settings.json" <<JSON
  "health_check_timeout_ms":$timeout,"node_considered_unhealthy_timeout_ms":$unhealthy,"primary_demote_timeout_ms":$demote,
  "monitor_set":"${MONITOR_SET[*]}","keeper_set":"${KEEPER_SET[*]}"}
 JSON
-ha_schema
-ha_start_drivers
-ha_wait_writing
 
 # --- faults ----------------------------------------------------------------
 
-IFS=, read -r -a fault_list <<<"$FAULTS"
-for f in "${fault_list[@]}"; do
-	p=$(pgaf_primary) || { ha_log "no primary before $f"; exit 1; }
-	tl=$(pgaf_timeline "$p")
+# pgaf_fault FAULT PRIMARY TIMELINE (for ha_suite, tests/ha/drivers.sh)
+pgaf_fault()
+{
+	local f=$1 p=$2 tl=$3 np pm
 	case $f in
 	switchover)
 		fault_log "switchover from $p timeline $tl"
@@ -308,12 +305,13 @@ for f in "${fault_list[@]}"; do
 	np=$(pgaf_primary)
 	fault_log "healthy: primary $np timeline $(pgaf_timeline "$np"); $(pgaf_states)"
 	sleep 4 # writes on the new primary before the next fault
-done
+}
 
-# --- stop the drivers, then check ------------------------------------------
+pgaf_final()
+{
+	pgaf_as_postgres pg_autoctl show events --monitor "$PGAF_MONITOR" --count 100 >"$OUT/events.txt" 2>&1 || true
+}
 
-ha_collect
-p=$(pgaf_primary)
-fault_log "final primary $p timeline $(pgaf_timeline "$p")"
-pgaf_as_postgres pg_autoctl show events --monitor "$PGAF_MONITOR" --count 100 >"$OUT/events.txt" 2>&1 || true
-ha_check
+# --- the writers, the faults, the check -------------------------------------
+
+ha_suite "$FAULTS" pgaf

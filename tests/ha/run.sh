@@ -53,17 +53,13 @@ cat >"$OUT/settings.json" <<JSON
  "patroni_ttl_s":$HA_TTL,"loop_wait_s":$HA_LOOP_WAIT,"retry_timeout_s":$HA_RETRY_TIMEOUT,
  "maximum_lag_on_failover":$HA_MAX_LAG,"lease_ttl_ms":$LEASE_TTL_MS,"faults":"$FAULTS","pause_s":$PAUSE_S}
 JSON
-ha_schema
-ha_start_drivers
 
 # --- faults ----------------------------------------------------------------
 
-ha_wait_writing
-
-IFS=, read -r -a fault_list <<<"$FAULTS"
-for f in "${fault_list[@]}"; do
-	p=$(ha_primary) || { ha_log "no primary before $f"; exit 1; }
-	tl=$(ha_timeline "$p")
+# ha_fault FAULT PRIMARY TIMELINE (for ha_suite, tests/ha/drivers.sh)
+ha_fault()
+{
+	local f=$1 p=$2 tl=$3 np flushed optime pm walsnd
 	case $f in
 	crash)
 		flushed=$(ha_wal_flushed "$p" || true) optime=$(ha_dcs_optime || true)
@@ -121,19 +117,17 @@ for f in "${fault_list[@]}"; do
 		# docs/ha.md): go on to the check as long as there is a primary.
 		fault_log "not healthy after $f: $(ha_cluster_json | jq -c '[.members[] | [.name, .role, .state, .timeline]]')"
 		[ "$f" = pause ] && ha_wait 30 ha_primary >/dev/null || { ha_log "cluster not healthy after $f"; exit 1; }
-		continue
+		return 0
 	fi
 	np=$(ha_primary)
 	fault_log "healthy: primary $np timeline $(ha_timeline "$np"); $(ha_cluster_json | jq -c '[.members[] | [.name, .role, .state, .timeline]]')"
 	sleep 4 # writes on the new primary before the next fault
-done
+}
 
-# --- stop the drivers, then check ------------------------------------------
+ha_final() { ha_cluster_json >"$OUT/cluster_final.json"; }
 
-ha_collect
-p=$(ha_primary)
-fault_log "final primary $p timeline $(ha_timeline "$p")"
-ha_cluster_json >"$OUT/cluster_final.json"
+# --- the writers, the faults, the check -------------------------------------
+
 check_opts=()
 [ "$ALLOW_LOSS" = 1 ] && check_opts+=(--allow-loss)
-ha_check "${check_opts[@]}"
+ha_suite "$FAULTS" ha "${check_opts[@]}"
