@@ -63,7 +63,8 @@ stop_drivers()
 }
 
 # ha_on_exit STOP_ALL: on exit, the writers, then the cluster (STOP_ALL);
-# HA_ROOT is removed after a pass unless HA_KEEP is set or OUT lies outside.
+# HA_ROOT (servers, logs, and OUT unless --out put it elsewhere: some
+# 400 MB) is removed after a pass unless HA_KEEP is set.
 ha_on_exit()
 {
 	HA_STOP_ALL=$1
@@ -79,7 +80,7 @@ ha_exit_trap()
 	"$HA_STOP_ALL"
 	if [ "$rc" -ne 0 ]; then
 		ha_log "failed ($rc); logs kept in $HA_ROOT"
-	elif [ -z "${HA_KEEP:-}" ] && [[ "$OUT" != "$HA_ROOT"/* ]]; then
+	elif [ -z "${HA_KEEP:-}" ]; then
 		rm -rf "$HA_ROOT"
 	fi
 }

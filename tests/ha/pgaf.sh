@@ -4,7 +4,7 @@
 # with the same writers and checker as the Patroni suite.
 #
 #   tests/ha/pgaf.sh [--faults switchover,crash-pg,crash,...]
-#                    [--lease-ttl-ms 3000] [--out DIR]
+#                    [--lease-ttl-ms 3000] [--out DIR] [--async]
 #                    [--monitor-set NAME=VALUE]...   # the monitor's postgresql.conf
 #                    [--keeper-set SECTION.OPTION=VALUE]...  # pg_autoctl config set, each node
 #
@@ -13,7 +13,9 @@
 # with the defaults: number_sync_standbys 0, replication quorum true and
 # candidate priority 50 on both, so the primary has
 # synchronous_standby_names = 'ANY 1 (<the standby>)' while its standby is
-# healthy. pg_lease is created on the primary; two C++ electors and two
+# healthy (--async: replication quorum false on both, so no standby is
+# synchronous, and the check counts losses instead of failing on them).
+# pg_lease is created on the primary; two C++ electors and two
 # `pglease run` supervisors write fenced rows through the multi-host
 # connection string (tests/ha/drivers.sh). Faults, one after another, each
 # once the formation is healthy again (primary + secondary, a synchronous
@@ -39,7 +41,7 @@ source "$here/drivers.sh"
 PGAF_BIN=/usr/lib/postgresql/15/bin
 PGAF_NODES=(n1 n2)
 FAULTS=switchover,crash-pg,crash LEASE_TTL_MS=3000 OUT=
-MONITOR_SET=() KEEPER_SET=()
+MONITOR_SET=() KEEPER_SET=() QUORUM=true
 while [ $# -gt 0 ]; do
 	case $1 in
 	--faults) FAULTS=$2; shift 2 ;;
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift 2 ;;
 	--monitor-set) MONITOR_SET+=("$2"); shift 2 ;;
 	--keeper-set) KEEPER_SET+=("$2"); shift 2 ;;
+	--async) QUORUM=false; shift ;;
 	*) echo "usage: see the head of $0" >&2; exit 2 ;;
 	esac
 done
@@ -97,13 +100,15 @@ pgaf_run()
 	PGAF_PID[$name]=$!
 }
 
-# pgaf_conf NAME: what PostgreSQL gets beyond pg_autoctl's settings, after
-# its include (postgresql.conf's first line), so these win. pg_autoctl sizes
-# shared_buffers from the machine's memory (6 GB here): three servers on
-# one test machine get 128 MB.
+# pgaf_conf NAME [SETTING...]: what PostgreSQL gets beyond pg_autoctl's
+# settings, after its include (postgresql.conf's first line), so these win.
+# pg_autoctl sizes shared_buffers from the machine's memory (6 GB here):
+# three servers on one test machine get 128 MB.
 pgaf_conf()
 {
-	printf '# tests/ha/pgaf.sh\nshared_buffers = 128MB\n' >>"$HA_ROOT/$1/postgresql.conf"
+	local name=$1
+	shift
+	printf '%s\n' '# tests/ha/pgaf.sh' 'shared_buffers = 128MB' "$@" >>"$HA_ROOT/$name/postgresql.conf"
 }
 
 pgaf_sql() # PORT SQL: one value from a node or the monitor, as postgres
@@ -150,6 +155,7 @@ pgaf_healthy()
 	[ "${s[1]}" = "${s[2]}" ] && [ "${s[4]}" = "${s[5]}" ] || return 1
 	[[ " ${s[1]} ${s[4]} " = *" primary "* && " ${s[1]} ${s[4]} " = *" secondary "* ]] || return 1
 	p=$(pgaf_primary) || return 1
+	[ "$QUORUM" = false ] && return 0
 	[ -n "$(pgaf_sql "${PGAF_PORT[$p]}" 'SHOW synchronous_standby_names')" ] &&
 		[ "$(pgaf_sql "${PGAF_PORT[$p]}" "SELECT count(*) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')")" -ge 1 ]
 }
@@ -177,12 +183,13 @@ pgaf_start()
 	for n in "${PGAF_NODES[@]}"; do
 		PGAF_PORT[$n]=$(pg_free_port)
 		# n1 initializes a primary (state single); n2 registers as a
-		# standby and clones it with pg_basebackup (n1's keeper running),
-		# postgresql.conf included.
+		# standby and clones it with pg_basebackup (n1's keeper running).
 		pgaf_as_postgres pg_autoctl create postgres --pgdata "$HA_ROOT/$n" --pgport "${PGAF_PORT[$n]}" \
-			--hostname 127.0.0.1 --listen 127.0.0.1 --name "$n" --auth trust --no-ssl \
+			--hostname 127.0.0.1 --listen 127.0.0.1 --name "$n" --auth trust --no-ssl --replication-quorum "$QUORUM" \
 			--monitor "$PGAF_MONITOR" >>"$HA_ROOT/$n.log" 2>&1 || { tail "$HA_ROOT/$n.log" >&2; return 1; }
-		[ "$n" = n1 ] && pgaf_conf n1
+		# pg_lease preloaded (docs/operations.md), beside the library
+		# pg_autoctl preloads; n2 gets n1's postgresql.conf.
+		[ "$n" = n1 ] && pgaf_conf n1 "shared_preload_libraries = 'pg_stat_statements,pg_lease'"
 		for kv in "${KEEPER_SET[@]}"; do
 			pgaf_as_postgres pg_autoctl config set --pgdata "$HA_ROOT/$n" "${kv%%=*}" "${kv#*=}" >/dev/null
 		done
@@ -314,4 +321,6 @@ pgaf_final()
 
 # --- the writers, the faults, the check -------------------------------------
 
-ha_suite "$FAULTS" pgaf
+check_opts=()
+[ "$QUORUM" = false ] && check_opts+=(--allow-loss)
+ha_suite "$FAULTS" pgaf "${check_opts[@]}"
