@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The HA suites' writers and their record (issue 16), whatever manages the
 # cluster: sourced by tests/ha/run.sh (Patroni) and tests/ha/pgaf.sh
 # (pg_auto_failover). Two leaders-to-be per lease write fenced rows through
@@ -49,6 +50,7 @@ stop_drivers()
 	local p kids=() alive
 	[ ${#HA_DRIVER_PIDS[@]} -eq 0 ] && return 0
 	for p in "${HA_DRIVER_PIDS[@]}"; do
+		# shellcheck disable=SC2207
 		kids+=($(pgrep -P "$p" || true))
 	done
 	for p in "${HA_DRIVER_PIDS[@]}" "${kids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done

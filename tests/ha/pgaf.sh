@@ -111,9 +111,9 @@ pgaf_conf()
 	printf '%s\n' '# tests/ha/pgaf.sh' 'shared_buffers = 128MB' "$@" >>"$HA_ROOT/$name/postgresql.conf"
 }
 
-pgaf_sql() # PORT SQL: one value from a node or the monitor, as postgres
+pgaf_sql() # PORT SQL [DB]: one value from a node or the monitor, as postgres
 {
-	psql -X -A -t -q -h 127.0.0.1 -p "$1" -U postgres -d "${3:-postgres}" -c "$2" 2>/dev/null
+	PGCONNECT_TIMEOUT=5 psql -X -A -t -q -h 127.0.0.1 -p "$1" -U postgres -d "${3:-postgres}" -c "$2" 2>/dev/null
 }
 pgaf_monitor_sql() { pgaf_sql "$PGAF_MONITOR_PORT" "$1" pg_auto_failover; }
 
@@ -170,7 +170,8 @@ pgaf_start()
 	local n
 	PGAF_MONITOR_PORT=$(pg_free_port)
 	ha_log "monitor on 127.0.0.1:$PGAF_MONITOR_PORT, root $HA_ROOT"
-	pgaf_as_postgres pg_autoctl create monitor --pgdata "$HA_ROOT/monitor" --pgport "$PGAF_MONITOR_PORT" \
+	# Each create within 120 s (n2's includes its pg_basebackup).
+	timeout 120 "$HA_ROOT/as-postgres" pg_autoctl create monitor --pgdata "$HA_ROOT/monitor" --pgport "$PGAF_MONITOR_PORT" \
 		--hostname 127.0.0.1 --listen 127.0.0.1 --auth trust --no-ssl >>"$HA_ROOT/monitor.log" 2>&1 ||
 		{ tail "$HA_ROOT/monitor.log" >&2; return 1; }
 	pgaf_conf monitor
@@ -184,7 +185,7 @@ pgaf_start()
 		PGAF_PORT[$n]=$(pg_free_port)
 		# n1 initializes a primary (state single); n2 registers as a
 		# standby and clones it with pg_basebackup (n1's keeper running).
-		pgaf_as_postgres pg_autoctl create postgres --pgdata "$HA_ROOT/$n" --pgport "${PGAF_PORT[$n]}" \
+		timeout 120 "$HA_ROOT/as-postgres" pg_autoctl create postgres --pgdata "$HA_ROOT/$n" --pgport "${PGAF_PORT[$n]}" \
 			--hostname 127.0.0.1 --listen 127.0.0.1 --name "$n" --auth trust --no-ssl --replication-quorum "$QUORUM" \
 			--monitor "$PGAF_MONITOR" >>"$HA_ROOT/$n.log" 2>&1 || { tail "$HA_ROOT/$n.log" >&2; return 1; }
 		# pg_lease preloaded (docs/operations.md), beside the library
@@ -229,9 +230,11 @@ pgaf_stop_all()
 		sleep 0.2
 	done
 	for name in "${PGAF_NODES[@]}" monitor; do
+		# shellcheck disable=SC2086
 		[ -n "${PGAF_PID[$name]:-}" ] && pids=$(pgaf_tree "${PGAF_PID[$name]}") &&
 			kill -KILL $pids 2>/dev/null
 		pm=$(head -1 "$HA_ROOT/$name/postmaster.pid" 2>/dev/null)
+		# shellcheck disable=SC2046
 		[ -n "$pm" ] && [ "$(ps -o user= -p "$pm" 2>/dev/null)" = postgres ] &&
 			grep -q -- "$HA_ROOT/$name" "/proc/$pm/cmdline" 2>/dev/null && kill -KILL $(pgaf_tree "$pm") 2>/dev/null
 	done
@@ -291,6 +294,7 @@ pgaf_fault()
 		ha_wait 60 pgaf_primary >/dev/null || { ha_log "no primary after crash-pg of $p: $(pgaf_states)"; exit 1; }
 		;;
 	crash)
+		# shellcheck disable=SC2046
 		{ kill -KILL $(pgaf_tree "${PGAF_PID[$p]}"); wait "${PGAF_PID[$p]}"; } 2>/dev/null || true
 		fault_log "crash $p timeline $tl"
 		ha_wait $((failover_s + 30)) pgaf_primary_is_not "$p" || { ha_log "no new primary after crash of $p: $(pgaf_states)"; exit 1; }
