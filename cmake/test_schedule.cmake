@@ -48,7 +48,7 @@ function(pglease_schedule_tests)
             list(APPEND locks major_${CMAKE_MATCH_2})
         endif()
         # Suites that take dpkg's lock (or install what they lack).
-        if(test MATCHES "^(deps\\.apt_lock_wait|packages\\.install|examples\\.languages|ha\\.short)$")
+        if(test MATCHES "^(deps\\.apt_lock_wait|packages\\.install|examples\\.languages|ha\\.short|ha\\.pgaf)$")
             list(APPEND locks dpkg)
         endif()
         # Seconds on a quiet 2-core machine, rounded: the longest first.

@@ -3,7 +3,7 @@
 
     check.py OUT_DIR [--allow-loss]
 
-Reads what tests/ha/run.sh recorded in OUT_DIR: the C++ workers' histories
+Reads what tests/ha/run.sh (or pgaf.sh) recorded in OUT_DIR: the C++ workers' histories
 (cA.jsonl, cB.jsonl: every acquire/renew/write with CLOCK_MONOTONIC send and
 reply times), the `pglease run` jobs' acknowledged inserts (job.acks) and the
 supervisors' stderr (rA.stderr, rB.stderr: "acquired lease ... epoch N"),
@@ -30,7 +30,8 @@ Invariants (a violation fails the run):
       before the kill). The WAL the old primary had flushed beyond that
       point (what a failover can lose) is reported per fault, in bytes.
   L1  liveness: after each crash, the next acknowledged fenced write comes
-      within Patroni ttl + lease ttl + 5 s; after each pause of the
+      within Patroni ttl (or settings.json's failover_s: pg_auto_failover's
+      detection and demote timeouts) + lease ttl + 5 s; after each pause of the
       primary node, within min(pause, Patroni ttl) + lease ttl + 5 s of
       the pause's start (a leader's calls on the frozen node are bounded
       by its lease, so it reconnects to the promoted node).
@@ -44,6 +45,12 @@ import os
 import re
 import statistics
 import sys
+
+
+# crash: kill -9 of the primary node (manager and postgres); crash-lag: the
+# same with the standbys held back; crash-pg: kill -9 of the postmaster
+# alone (pg_auto_failover's keeper lives on).
+FAULT_KINDS = ("crash", "crash-lag", "crash-pg", "switchover", "pause")
 
 
 def load_jsonl(path):
@@ -61,6 +68,9 @@ def main():
     out = sys.argv[1]
     allow_loss = "--allow-loss" in sys.argv[2:]
     settings = json.load(open(os.path.join(out, "settings.json")))
+    # How long a crashed primary may stay unreplaced: Patroni's ttl, or what
+    # tests/ha/pgaf.sh computes from pg_auto_failover's timeouts.
+    failover_s = settings.get("failover_s", settings.get("patroni_ttl_s"))
     offset = int(open(os.path.join(out, "mono_offset_ns")).read()) / 1e9
     violations = []
 
@@ -195,7 +205,7 @@ def main():
     db_epochs = {e["epoch"] for e in events if e["event"] in grant_kinds}
     lost_grants = sorted({g[2] for g in grants if g[2] not in db_epochs})
     healthy_times = [t for t, k, _ in faults if k == "healthy"]
-    fault_times = [(t, k) for t, k, _ in faults if k in ("crash", "crash-lag", "switchover", "pause")]
+    fault_times = [(t, k) for t, k, _ in faults if k in FAULT_KINDS]
     if not allow_loss:
         for w in lost_writes[:20]:
             violation(f"I4: acknowledged write {w[1]} of epoch {w[2]} (acked at {w[0]:.3f}) is not on the surviving primary")
@@ -208,13 +218,13 @@ def main():
         # after the previous healthy point: the tail the old primary had not
         # shipped when it died.
         for w in lost_writes:
-            ok = any(ft - settings["patroni_ttl_s"] <= w[0] <= ft + 1.0 for ft, _ in fault_times)
+            ok = any(ft - failover_s <= w[0] <= ft + 1.0 for ft, _ in fault_times)
             if not ok:
                 violation(f"I4: write {w[1]} acked at {w[0]:.3f} lost, not in the window of any fault")
 
     # A1: the promoted node's switch point against the DCS optime.
     wal = []  # (fault time, kind, flushed, dcs optime, switch point)
-    max_lag = settings["maximum_lag_on_failover"]
+    max_lag = settings.get("maximum_lag_on_failover")
     for t, kind, rest in faults:
         if kind != "wal":
             continue
@@ -233,7 +243,7 @@ def main():
     # L1 and outage figures.
     ack_sorted = sorted(w[0] for w in writes)
     per_fault = []
-    bound = settings["patroni_ttl_s"] + settings["lease_ttl_ms"] / 1000 + 5
+    bound = failover_s + settings["lease_ttl_ms"] / 1000 + 5
     for n, (ft, kind) in enumerate(fault_times):
         window_end = min(ft + 60, fault_times[n + 1][0] if n + 1 < len(fault_times) else ft + 60)
         # Replies that left the old primary just before the kill arrive (and
@@ -251,7 +261,7 @@ def main():
         for lease in ("el", "rl"):
             ts = sorted(w[0] for w in writes if w[3] == lease and start <= w[0] <= window_end)
             gaps[lease] = max((b - a for a, b in zip(ts, ts[1:])), default=None)
-        lost_here = sum(1 for w in lost_writes if ft - settings["patroni_ttl_s"] <= w[0] <= ft + 1.0)
+        lost_here = sum(1 for w in lost_writes if ft - failover_s <= w[0] <= ft + 1.0)
         per_fault.append({"kind": kind, "t": ft, "next_write_s": nxt, "max_gap_s": gaps, "lost_writes": lost_here})
         if kind.startswith("crash") and (nxt is None or nxt > bound):
             violation(f"L1: crash at {ft:.3f}: next fenced write after {nxt} s, bound {bound} s")
@@ -295,16 +305,19 @@ def main():
         "commit_unknown_landed": unknown_landed,
         "failed_but_landed": failed_landed,
         "faults": per_fault,
-        "next_write_p50_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 50) for k in ("crash", "crash-lag", "switchover", "pause")},
-        "next_write_p99_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 99) for k in ("crash", "crash-lag", "switchover", "pause")},
+        "next_write_p50_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 50) for k in FAULT_KINDS},
+        "next_write_p99_s": {k: pct([f["next_write_s"] for f in per_fault if f["kind"] == k], 99) for k in FAULT_KINDS},
         "lost_wal_bytes": lost_wal,
         "pglease_run_exits": exits,
         "violations": violations,
     }
     json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
     s = settings
-    print(f"ha: mode {s['mode']} (synchronous_mode_strict {s['synchronous_mode_strict']}, synchronous_commit "
-          f"{s['synchronous_commit']}, dcs {s['dcs']}), faults {s['faults']}")
+    if "title" in s:
+        print(f"ha: {s['title']}, faults {s['faults']}")
+    else:
+        print(f"ha: mode {s['mode']} (synchronous_mode_strict {s['synchronous_mode_strict']}, synchronous_commit "
+              f"{s['synchronous_commit']}, dcs {s['dcs']}), faults {s['faults']}")
     print(f"ha: {len(writes)} acknowledged fenced writes ({len(db_writes)} rows on the surviving primary), "
           f"{len(distinct_epochs)} acknowledged grants; lost: {len(lost_writes)} writes, {len(lost_grants)} grants; "
           f"epochs reissued: {summary['epochs_reissued']}")

@@ -22,8 +22,7 @@ declare -A HA_PG_PORT HA_API_PORT HA_PID
 HA_ETCD_PID=
 
 source "$(dirname "${BASH_SOURCE[0]}")/../harness/free_port.sh"
-
-ha_log() { echo "[ha $(date +%T.%3N)] $*" >&2; }
+source "$(dirname "${BASH_SOURCE[0]}")/drivers.sh" # ha_log, ha_wait
 
 # Installs what the suite needs on a fresh Debian 12 (CI); apt-get update
 # only when something is missing.
@@ -42,17 +41,6 @@ ha_deps()
 }
 
 ha_as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"; }
-
-# ha_wait SECONDS COMMAND...: retries COMMAND every 200 ms, bounded.
-ha_wait()
-{
-	local deadline=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		[ "$(date +%s)" -lt "$deadline" ] || return 1
-		sleep 0.2
-	done
-}
 
 ha_node_conf()
 {
