@@ -28,8 +28,8 @@ def _pg(b):
     # pg_stat_wal is flushed by each backend at most once a second and at
     # exit, and by the WAL writer in its loop: the caller reads it after the
     # peer's sessions have ended and a second has passed.
-    syncs, ms, nbytes = b.psql("SELECT wal_sync, wal_sync_time, wal_bytes FROM pg_stat_wal").split("|")
-    return int(syncs), float(ms), int(nbytes)
+    syncs, ms = b.psql("SELECT wal_sync, wal_sync_time FROM pg_stat_wal").split("|")
+    return int(syncs), float(ms)
 
 
 def _etcd(b):
@@ -43,7 +43,7 @@ def _etcd(b):
             total = float(line.split()[-1]) * 1000
     if count is None or total is None:
         raise RuntimeError("etcd's /metrics has no etcd_disk_wal_fsync_duration_seconds")
-    return count, total, 0
+    return count, total
 
 
 def snapshot(b, system):
@@ -52,13 +52,11 @@ def snapshot(b, system):
 
 
 def delta(before, after, ops_done):
-    """flushes, their mean time (ms), flushes per operation, WAL bytes per
-    operation (PostgreSQL only)."""
+    """flushes, their mean time (ms), flushes per operation."""
     n = after[0] - before[0]
     return {"flushes": n,
             "flush_ms": (after[1] - before[1]) / n if n else None,
-            "flushes_per_op": n / ops_done if ops_done else None,
-            "wal_bytes_per_op": (after[2] - before[2]) / ops_done if ops_done and after[2] else None}
+            "flushes_per_op": n / ops_done if ops_done else None}
 
 
 def say(rounds):
