@@ -51,8 +51,8 @@
  * Under load, one worker transaction per user commit would double the
  * commits: when the previous send is under NOTIFIER_BUSY_MS old, wait
  * NOTIFIER_LINGER_US so that more gather in one transaction.  A lone
- * change is sent at once, and so is a handover whatever the load: its
- * successor is known to be waiting for it.
+ * change is sent at once.  (A handover never comes here: its own
+ * transaction sends it, notify_queue.c.)
  */
 #define NOTIFIER_BUSY_MS	10
 #define NOTIFIER_LINGER_US	1000
@@ -219,39 +219,22 @@ NotifierStillOwns(int slot, Oid database)
 	return owns;
 }
 
-/* A handover's payload: its successor waits for it (no linger). */
+/* Whether any entry of database is ready to send. */
 static bool
-NotifierAwaited(const LeaseNotifyEntry *entry)
-{
-	static const char handover[] = "{\"event\":\"handover\"";
-	const char *payload = entry->data + entry->name_len + 1;
-
-	return strncmp(payload, handover, sizeof(handover) - 1) == 0;
-}
-
-/*
- * Whether any entry of database is ready to send; *awaited tells whether
- * one of them is a handover.
- */
-static bool
-NotifierAnyReady(Oid database, bool *awaited)
+NotifierAnyReady(Oid database)
 {
 	bool		ready = false;
 	uint64		n;
 
-	*awaited = false;
 	LWLockAcquire(lease_notify->lock, LW_EXCLUSIVE);
 	LeaseNotifyAdvanceTail();
-	for (n = lease_notify->tail; n < lease_notify->head && !*awaited; n++)
+	for (n = lease_notify->tail; n < lease_notify->head && !ready; n++)
 	{
 		LeaseNotifyEntry *entry = LeaseNotifyEntryAt(n);
 
 		if (entry->database == database && !entry->done &&
 			LeaseNotifyResolve(entry) == LEASE_NOTIFY_READY)
-		{
 			ready = true;
-			*awaited = NotifierAwaited(entry);
-		}
 	}
 	LWLockRelease(lease_notify->lock);
 	return ready;
@@ -271,13 +254,11 @@ NotifierPass(Oid database)
 	TransactionId sender;
 	uint64		n;
 	int			i;
-	bool		awaited;
 
 	/* look before starting a transaction: an idle pass costs no xid */
-	if (!NotifierAnyReady(database, &awaited))
+	if (!NotifierAnyReady(database))
 		return false;
-	if (!awaited &&
-		!TimestampDifferenceExceeds(last_send, GetCurrentTimestamp(), NOTIFIER_BUSY_MS))
+	if (!TimestampDifferenceExceeds(last_send, GetCurrentTimestamp(), NOTIFIER_BUSY_MS))
 		pg_usleep(NOTIFIER_LINGER_US);
 
 	SetCurrentStatementStartTimestamp();

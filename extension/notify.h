@@ -96,6 +96,18 @@ LeaseNotifyEntryPayload(const LeaseNotifyEntry *entry)
 	return entry->data + entry->name_len + 1;
 }
 
+/*
+ * A handover's payload.  Its successor is known to be waiting for it, so
+ * the handing-over transaction sends it itself (no hop through the worker).
+ */
+static inline bool
+LeaseNotifyIsHandover(const char *payload)
+{
+	static const char handover[] = "{\"event\":\"handover\"";
+
+	return strncmp(payload, handover, sizeof(handover) - 1) == 0;
+}
+
 /* What an entry needs, as LeaseNotifyResolve finds it. */
 typedef enum LeaseNotifyState
 {

@@ -20,11 +20,11 @@
  * reason an entry whose change is still in progress comes before nothing
  * else about its leases: senders may pass over it.
  *
- * A full queue, or no worker.  The transaction then notifies by itself,
- * as without preloading, after taking on the queued, committed, unsent
- * entries of the leases it changed: it holds their row locks, so no newer
- * entries of them exist, and its commit sends the older ones first.  If it
- * aborts, they are given back.  So the user's commit never waits for the
+ * A full queue, no worker, or a handover.  The transaction then notifies
+ * by itself, as without preloading, after taking on the queued, committed,
+ * unsent entries of the leases it changed: it holds their row locks, so no
+ * newer entries of them exist, and its commit sends the older ones first.
+ * If it aborts, they are given back.  So the user's commit never waits for the
  * worker, only (rarely) for a worker transaction that is sending one of
  * these leases at that moment.
  *
@@ -99,6 +99,17 @@ PendingFitsEntries(void)
 		if (strlen(p->name) + strlen(p->payload) + 2 > LEASE_NOTIFY_DATA_BYTES)
 			return false;
 	return true;
+}
+
+static bool
+PendingHasHandover(void)
+{
+	PendingNotify *p;
+
+	for (p = pending; p != NULL; p = p->next)
+		if (LeaseNotifyIsHandover(p->payload))
+			return true;
+	return false;
 }
 
 static bool
@@ -244,7 +255,13 @@ LeaseNotifyPreCommit(void)
 		return false;
 	/* every lease change wrote a row, so this assigns nothing new */
 	xid = GetTopTransactionId();
-	if (lease_notify_mode == LEASE_NOTIFY_WORKER && PendingFitsEntries())
+	/*
+	 * A handover's successor waits for its notification: this commit sends
+	 * it, which saves the worker's wake-up and transaction on the path.
+	 * Handovers are rare, so serialising their commits costs nothing.
+	 */
+	if (lease_notify_mode == LEASE_NOTIFY_WORKER && !PendingHasHandover() &&
+		PendingFitsEntries())
 	{
 		EnqueueResult result = PendingEnqueue(xid);
 

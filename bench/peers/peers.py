@@ -30,6 +30,11 @@ def say_moves(kind, system, took, nfail, more=""):
           f"({len(took)} runs, {nfail} failed{more})", flush=True)
 
 
+def leader_part(part):
+    """A handover's first half, from the request until the leader's own call returned."""
+    return f"; the leader's call returned after p50 {pct(part, .5):.1f} ms" if part else ""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--smoke", action="store_true")
@@ -83,7 +88,8 @@ def main():
             for system in SYSTEMS:
                 took = moves.moves(b, system, kind, a.runs)
                 b.results[kind][system] = took
-                say_moves(kind, system, took, len(b.results[kind + '_failed'][system]))
+                say_moves(kind, system, took, len(b.results[kind + '_failed'][system]),
+                          leader_part(b.results.get(f"{kind}_leader_part", {}).get(system)))
                 b.cleanup()
         if "handover-load" in only:
             # The same planned handovers while each system's server is busy
@@ -111,7 +117,8 @@ def main():
                 b.results["handover_load"][system] = took
                 rates[system] = float(got[5])
                 say_moves("handover-load", system, took, len(b.results["handover_load_failed"][system]),
-                          f"; beside {rates[system]:.0f} cycles/s, chain {chain_s:.0f} s")
+                          f"; beside {rates[system]:.0f} cycles/s, chain {chain_s:.0f} s" +
+                          leader_part(b.results["handover_load_leader_part"].get(system)))
                 b.cleanup()
         if "partition" in only:
             if not a.net_ns:

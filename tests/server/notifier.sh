@@ -147,8 +147,12 @@ check "per lease: exactly the committed events (lease_events), once each, in ord
 check "... among them a grant, release, handover, revoke, takeover and evict" \
 	test "$(q "SELECT count(DISTINCT event) FROM lease_events")" = 6
 pid=$(worker_pid)
-check "they came from the notifier worker (pid $pid)" \
-	test "$(grep -c "received from server process with PID $pid\.$" "$root/all.listen")" = "$expected"
+check "all but the handover came from the notifier worker (pid $pid)" \
+	test "$(grep -c "received from server process with PID $pid\.$" "$root/all.listen")" = "$((expected - 1))"
+check "the handover came from its own transaction (its successor waits for it)" \
+	grep -q '"event":"handover".* received from server process with PID [0-9]*\.$' "$root/all.listen"
+check "... not from the worker" \
+	test "$(grep '"event":"handover"' "$root/all.listen" | grep -c "PID $pid\.$")" = 0
 
 # --- nothing for a change that did not commit --------------------------------
 q "CREATE TABLE skew (k int)" >/dev/null

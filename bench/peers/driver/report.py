@@ -14,6 +14,8 @@ def table(res, clients):
         if res.get(kind):
             failed = res.get(f"{kind}_failed", {})
             cells = [(f"{pct(res[kind][s], .5):.1f} / {pct(res[kind][s], .99):.1f} ms" if res[kind].get(s) else "-") +
+                     (f" (the leader's call returned at {pct(res[kind + '_leader_part'][s], .5):.1f} ms)"
+                      if res.get(kind + "_leader_part", {}).get(s) else "") +
                      (f" beside {res['handover_load_cycles'][s]:,.0f} cycles/s"
                       if kind == "handover_load" and s in res.get("handover_load_cycles", {}) else "") +
                      (f" ({len(failed[s])} runs failed: no leader in 30 s, or one before the handover)" if failed.get(s) else "")

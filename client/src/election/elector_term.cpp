@@ -22,11 +22,6 @@ void elector::start_term(std::int64_t epoch) {
             m_source->request_stop();
     }
     m_led = true;
-    m_handover_requester.reset(); // asked for the first term only
-    if (m_config.answer_handover_requests && !m_handover_conninfo.empty())
-        m_handover_listener = std::make_unique<handover_listener>(
-            m_handover_conninfo, m_config.lease_name, m_config.identity,
-            [this](const accepted_handover& a) { handover_requested(a.requester); }, nullptr);
     m_worker = std::thread{[this, epoch, token] {
         m_worker_id.store(std::this_thread::get_id()); // yield_to() refuses this thread
         try {
@@ -37,6 +32,18 @@ void elector::start_term(std::int64_t epoch) {
             m_db->interrupt();
         }
     }};
+    // After the work has started: neither is on its path.
+    m_handover_requester.reset(); // asked for the first term only
+    if (m_config.answer_handover_requests && !m_handover_conninfo.empty()) {
+        try {
+            m_handover_listener = std::make_unique<handover_listener>(
+                m_handover_conninfo, m_config.lease_name, m_config.identity,
+                [this](const accepted_handover& a) { handover_requested(a.requester); }, nullptr);
+        } catch (const std::exception&) {
+            // No pipe: requests go unheard this term, as when its session
+            // fails; the lease and the work are unaffected.
+        }
+    }
 }
 
 void elector::end_term() {

@@ -4,10 +4,10 @@
 
 namespace pglease::detail {
 
-std::string text_array(const std::vector<std::string>& items) {
+std::string text_array(const std::vector<std::string>& items, std::size_t begin, std::size_t end) {
     std::string out{'{'};
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i > 0)
+    for (std::size_t i = begin; i < end; ++i) {
+        if (i > begin)
             out += ',';
         out += '"';
         for (const char c : items[i]) {
@@ -21,10 +21,11 @@ std::string text_array(const std::vector<std::string>& items) {
     return out;
 }
 
-std::string bigint_array(const std::vector<std::int64_t>& items) {
+std::string bigint_array(const std::vector<std::int64_t>& items, std::size_t begin,
+                         std::size_t end) {
     std::string out{'{'};
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i > 0)
+    for (std::size_t i = begin; i < end; ++i) {
+        if (i > begin)
             out += ',';
         out += std::to_string(items[i]);
     }

@@ -36,12 +36,6 @@ void in_slices(std::size_t count, One&& one) {
         one(begin, std::min(count, begin + per));
 }
 
-template <typename T>
-std::vector<T> slice(const std::vector<T>& all, std::size_t begin, std::size_t end) {
-    return {all.begin() + static_cast<std::ptrdiff_t>(begin),
-            all.begin() + static_cast<std::ptrdiff_t>(end)};
-}
-
 } // namespace
 
 std::optional<lease_record> pq_backend::read_status(const detail::statement& st,
@@ -98,7 +92,7 @@ std::vector<acquire_reply> pq_backend::acquire_many(const std::vector<std::strin
         std::vector<acquire_reply> out;
         out.reserve(names.size());
         in_slices(names.size(), [&](std::size_t begin, std::size_t end) {
-            const std::string name_array = detail::text_array(slice(names, begin, end));
+            const std::string name_array = detail::text_array(names, begin, end);
             const pqxx::result r =
                 lock_delay == std::chrono::milliseconds::zero()
                     ? m_session->exec(m_sql->acquire_many, name_array, holder, interval_text(ttl))
@@ -132,8 +126,8 @@ std::vector<bool> pq_backend::release_many(const std::vector<std::string>& names
         out.reserve(names.size());
         in_slices(names.size(), [&](std::size_t begin, std::size_t end) {
             const pqxx::result r =
-                m_session->exec(m_sql->release_many, detail::text_array(slice(names, begin, end)),
-                                holder, detail::bigint_array(slice(epochs, begin, end)));
+                m_session->exec(m_sql->release_many, detail::text_array(names, begin, end), holder,
+                                detail::bigint_array(epochs, begin, end));
             if (static_cast<std::size_t>(r.size()) != end - begin)
                 throw error{"lease_release_many: " + std::to_string(r.size()) + " rows for " +
                             std::to_string(end - begin) + " leases"};
