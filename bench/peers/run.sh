@@ -15,6 +15,7 @@
 #       server runs on CPU 0 and the driver and every client on the others:
 #       each system gets the same CPUs for its server and for its clients)
 #   BENCH_PEERS_JSON=out.json bench/peers/run.sh ...   # default: DIR/peers.json
+#   BENCH_PG_SETTINGS="name=value ..." bench/peers/run.sh ...   # more server settings (printed)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(pwd)/peers-build
@@ -87,7 +88,10 @@ if [ -n "$want_net" ]; then
 		echo "peers: the partition figure's leader host: namespace ${NET_NS[leader]}, ${NET_PEER[leader]} there, servers also on $BENCH_LISTEN_EXTRA"
 	fi
 fi
-pg_cluster_start peers -c shared_preload_libraries=pg_lease -c max_connections=400 -c synchronous_commit=on "${pg_listen[@]}"
+pg_more=()
+for setting in ${BENCH_PG_SETTINGS:-}; do pg_more+=(-c "$setting"); done
+[ ${#pg_more[@]} -eq 0 ] || echo "peers: PostgreSQL settings beyond the defaults: ${BENCH_PG_SETTINGS}"
+pg_cluster_start peers -c shared_preload_libraries=pg_lease -c max_connections=400 -c synchronous_commit=on "${pg_listen[@]}" "${pg_more[@]}"
 psql -X -q -c "CREATE EXTENSION pg_lease"
 bench_etcd_start "$work"
 bench_redis_start "$work"

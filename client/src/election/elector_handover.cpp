@@ -6,6 +6,7 @@
 
 #include "engine/loop_thread.hpp"
 #include "pglease/error.hpp"
+#include "pglease/internal/handover_request.hpp"
 
 namespace pglease {
 
@@ -82,6 +83,10 @@ handover_result elector::hand_over(const std::string& successor, bool release_on
 
     // 2. The term ends here, with no I/O (the lease is marked lost), and
     //    on_stopped_leading returns before the server hears of the handover.
+    //    The handover listener's session closes after lease_handover: its
+    //    backend's exit would share the server's CPU with it (requests that
+    //    come meanwhile are ignored: the term has ended).
+    std::unique_ptr<handover_listener> retiring = std::move(m_handover_listener);
     dispatch(m_election.resign(false));
 
     // 3. lease_handover commits: the successor holds the lease with a new
@@ -113,6 +118,7 @@ handover_result elector::hand_over(const std::string& successor, bool release_on
             }
         }
     }
+    retiring.reset();
     const std::lock_guard lock{m_mutex};
     m_last_handover = r;
     return r;
