@@ -5,8 +5,9 @@
 #      expected files, NAME_1.out, only where that major's own behaviour
 #      differs: docs/operations.md, "PostgreSQL majors");
 #   2. the same pg_regress suite with pg_lease in shared_preload_libraries;
-#   3. the upgrade path 1.0 -> current (tests/server/upgrade.sh);
-#   4. the C++ client's integration suite.
+#   3. the notifier worker (tests/server/notifier.sh);
+#   4. the upgrade path 1.0 -> current (tests/server/upgrade.sh);
+#   5. the C++ client's integration suite.
 #
 #   tests/majors/suites.sh N INTEGRATION_TESTS   # the client's GoogleTest binary
 set -euo pipefail
@@ -48,6 +49,8 @@ installcheck() {
 	psql -X -q -At -c "SHOW shared_preload_libraries" | grep -qx pg_lease
 	installcheck installcheck ISOLATION=
 )
+step "the notifier worker and a handover's own NOTIFY"
+bash tests/server/notifier.sh
 step "upgrade path"
 bash tests/server/upgrade.sh
 (
